@@ -1,0 +1,151 @@
+"""torch.export views of a KernelBench-format reference: the one graph every stage reads.
+
+The synthesis emitter, the shape-hint extractor and the template teacher all work
+on the same `ExportedGraph`, so what the prompt says about a problem, what the
+teacher writes for it and what the reference computes cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+from schemas.records import TensorHint
+
+# Ops torch.export inserts that compute nothing.
+NOOP_TARGETS = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_constrain_range_for_size"}
+
+OP_FAMILIES: dict[str, str] = {}
+for _name in ("abs neg relu sigmoid sin cos tan atan exp log sqrt rsqrt tanh floor ceil round gelu "
+              "leaky_relu hardtanh clamp clip silu elu erf reciprocal sign logical_not bitwise_not").split():
+    OP_FAMILIES[_name] = "elementwise-unary"
+for _name in "add sub mul div maximum minimum pow fmod remainder atan2 logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor".split():
+    OP_FAMILIES[_name] = "elementwise-binary"
+for _name in "gt lt ge le eq ne".split():
+    OP_FAMILIES[_name] = "comparison"
+for _name in "where".split():
+    OP_FAMILIES[_name] = "select"
+for _name in "sum mean amax amin max min prod argmax argmin".split():
+    OP_FAMILIES[_name] = "reduction"
+for _name in "softmax _softmax log_softmax _log_softmax".split():
+    OP_FAMILIES[_name] = "softmax"
+for _name in "mm bmm matmul addmm linear".split():
+    OP_FAMILIES[_name] = "matmul"
+for _name in "convolution conv1d conv2d conv3d _convolution".split():
+    OP_FAMILIES[_name] = "convolution"
+for _name in "avg_pool2d max_pool2d max_pool2d_with_indices adaptive_avg_pool2d".split():
+    OP_FAMILIES[_name] = "pooling"
+for _name in "cat concat stack pad constant_pad_nd reflection_pad2d replication_pad2d slice select expand permute transpose view reshape squeeze unsqueeze flatten tril triu".split():
+    OP_FAMILIES[_name] = "layout"
+for _name in "to _to_copy".split():
+    OP_FAMILIES[_name] = "cast"
+for _name in "batch_norm _native_batch_norm_legit_no_training native_batch_norm layer_norm native_layer_norm group_norm".split():
+    OP_FAMILIES[_name] = "normalization"
+for _name in "upsample_nearest2d upsample_bilinear2d upsample_bicubic2d upsample_linear1d upsample_trilinear3d upsample_nearest1d".split():
+    OP_FAMILIES[_name] = "interpolation"
+
+
+def op_short_name(target: Any) -> str:
+    """`aten.add.Tensor` -> `add`."""
+    schema_name = getattr(getattr(target, "_schema", None), "name", None)
+    if schema_name:
+        return schema_name.split("::", 1)[-1]
+    return getattr(target, "__name__", str(target))
+
+
+def op_family(target: Any) -> str:
+    return OP_FAMILIES.get(op_short_name(target), "other")
+
+
+@dataclass
+class ExportedGraph:
+    """A reference exported by torch.export, with its inputs, parameters and nodes in order."""
+
+    program: torch.export.ExportedProgram
+    user_inputs: list[torch.fx.Node] = field(default_factory=list)
+    parameters: dict[torch.fx.Node, str] = field(default_factory=dict)  # placeholder -> state-dict key
+    constants: dict[torch.fx.Node, str] = field(default_factory=dict)
+    compute: list[torch.fx.Node] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+    kwarg_names: list[str] = field(default_factory=list)  # when exported with keyword inputs
+
+    def run_program(self, inputs: list[Any]) -> Any:
+        """Run the exported program on positional user inputs (in `user_inputs` order)."""
+        module = self.program.module()
+        if self.kwarg_names:
+            return module(**dict(zip(self.kwarg_names, inputs)))
+        return module(*inputs)
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        return {**self.program.state_dict, **self.program.constants}
+
+    def families(self) -> list[str]:
+        return sorted({op_family(n.target) for n in self.compute})
+
+
+def export_graph(model: torch.nn.Module, inputs: list[Any], kwargs: dict[str, Any] | None = None) -> ExportedGraph:
+    from torch.export.graph_signature import InputKind
+
+    with torch.no_grad():
+        program = torch.export.export(model.eval(), tuple(inputs), kwargs=kwargs or None, strict=False)
+    kinds = {spec.arg.name: spec for spec in program.graph_signature.input_specs}
+    graph = ExportedGraph(program, kwarg_names=list(kwargs or {}))
+    for node in program.graph.nodes:
+        if node.op == "placeholder":
+            spec = kinds[node.name]
+            if spec.kind == InputKind.USER_INPUT:
+                graph.user_inputs.append(node)
+            elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+                graph.parameters[node] = spec.target
+            else:
+                graph.constants[node] = spec.target
+        elif node.op == "call_function":
+            name = getattr(getattr(node.target, "_schema", None), "name", "")
+            if name not in NOOP_TARGETS:
+                graph.compute.append(node)
+        elif node.op == "output":
+            outs = node.args[0]
+            graph.outputs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    return graph
+
+
+def export_reference(module) -> ExportedGraph:
+    """Export a loaded KernelBench-format reference module (`Model`, `get_inputs`, `get_init_inputs`)."""
+    torch.manual_seed(0)
+    model = module.Model(*module.get_init_inputs())
+    torch.manual_seed(1)
+    inputs = module.get_inputs()
+    return export_graph(model, inputs)
+
+
+def tensor_hint(node: torch.fx.Node, op: str) -> TensorHint | None:
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        return None
+    return TensorHint(
+        name=node.name,
+        op=op,
+        shape=[int(s) for s in val.shape],
+        dtype=str(val.dtype).replace("torch.", ""),
+        stride=[int(s) for s in val.stride()],
+        contiguous=bool(val.is_contiguous()),
+    )
+
+
+def graph_hints(graph: ExportedGraph) -> list[TensorHint]:
+    """Per-node shape, dtype, stride and contiguity, in execution order."""
+    hints: list[TensorHint] = []
+    for node in graph.user_inputs:
+        if (h := tensor_hint(node, "input")) is not None:
+            hints.append(h)
+    for node in graph.parameters:
+        if (h := tensor_hint(node, "parameter")) is not None:
+            hints.append(h)
+    for node in graph.compute:
+        if (h := tensor_hint(node, f"aten.{op_short_name(node.target)}")) is not None:
+            hints.append(h)
+    return hints

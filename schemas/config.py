@@ -1,0 +1,230 @@
+"""One pydantic config per stage, and the pipeline config that holds them all.
+
+Unknown keys and wrong types are errors that name the offending key, so a typo in
+a YAML file never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from schemas.records import content_hash
+
+STAGES = ("synthesize", "hints", "distill", "sft", "rft", "warmup_rl", "leap_rl", "evaluate")
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used, with every offending key named."""
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class VerifierConfig(StrictModel):
+    backend: Literal["cpu", "cuda"] = "cpu"
+    workers: int = Field(0, ge=0, description="0 = one per core (cpu) or per GPU (cuda)")
+    trials: int = Field(3, ge=1, description="correctness trials, each with fresh inputs and seed")
+    tolerance: Literal["default", "kernelbench"] = "default"
+    compile_timeout_s: float = Field(180.0, gt=0)
+    run_timeout_s: float = Field(20.0, gt=0)
+    memory_limit_mb: int = Field(8192, ge=256)
+    timing_runs: int = Field(10, ge=1)
+    timing_warmup: int = Field(2, ge=0)
+    max_detail_chars: int = Field(1500, ge=200)
+    use_cache: bool = True
+    fast_build: bool = Field(True, description="precompiled-header build path instead of plain load_inline")
+
+
+class RewardConfig(StrictModel):
+    """Constants of the correctness-first reward (MusaCoder Eq. 2)."""
+
+    lam: float = 0.5
+    nu_max: float = 4.0
+
+
+class SynthesizeConfig(StrictModel):
+    num_problems: int = Field(24, ge=1)
+    test_fraction: float = Field(0.25, ge=0.0, lt=1.0)
+    max_nodes: int = Field(3, ge=1)
+    max_elements: int = Field(1024, ge=1, description="max elements per tensor")
+    dtypes: list[Literal["float32", "float16", "float64"]] = ["float32"]
+    ops: list[str] = Field(default_factory=list, description="NNSmith op names; empty = all")
+    max_attempts_per_problem: int = Field(20, ge=1)
+    generation_timeout_ms: int = Field(2000, ge=100)
+
+
+class HintsConfig(StrictModel):
+    max_hint_lines: int = Field(40, ge=1)
+
+
+class DistillConfig(StrictModel):
+    teacher: Literal["template"] = "template"
+    max_problems: int = Field(0, ge=0, description="0 = all training problems")
+
+
+class ModelConfig(StrictModel):
+    """A tiny Qwen2-style causal LM, random-initialised."""
+
+    vocab_size: int = Field(2048, ge=300)
+    hidden_size: int = Field(128, ge=16)
+    intermediate_size: int = Field(384, ge=16)
+    num_hidden_layers: int = Field(2, ge=1)
+    num_attention_heads: int = Field(4, ge=1)
+    num_key_value_heads: int = Field(2, ge=1)
+    max_position_embeddings: int = Field(4096, ge=128)
+    init_from: str | None = Field(None, description="path of a pretrained HF model instead of a tiny one")
+
+
+class SFTConfig(StrictModel):
+    model: ModelConfig = ModelConfig()
+    epochs: float = Field(30, gt=0)
+    learning_rate: float = Field(3e-3, gt=0)
+    batch_size: int = Field(4, ge=1)
+    max_length: int = Field(2048, ge=64)
+    warmup_ratio: float = Field(0.05, ge=0, le=1)
+
+
+class GenerationConfig(StrictModel):
+    max_new_tokens: int = Field(768, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    batch_size: int = Field(16, ge=1)
+
+
+class RFTConfig(StrictModel):
+    samples_per_problem: int = Field(4, ge=1)
+    generation: GenerationConfig = GenerationConfig()
+    max_kept_per_problem: int = Field(4, ge=1)
+    keep_fastest_only: bool = False
+    include_teacher_data: bool = True
+    epochs: float = Field(10, gt=0)
+    learning_rate: float = Field(1e-3, gt=0)
+    batch_size: int = Field(4, ge=1)
+    max_length: int = Field(2048, ge=64)
+
+
+class PolicyOptimConfig(StrictModel):
+    """Shared by the two RL stages: sampling, PPO-clip surrogate, optimiser."""
+
+    steps: int = Field(2, ge=1)
+    prompts_per_step: int = Field(4, ge=1)
+    group_size: int = Field(4, ge=2)
+    generation: GenerationConfig = GenerationConfig()
+    learning_rate: float = Field(1e-4, gt=0)
+    clip_low: float = Field(0.2, ge=0)
+    clip_high: float = Field(0.28, ge=0)
+    loss_agg: Literal["seq-mean-token-mean", "token-mean"] = "seq-mean-token-mean"
+    kl_coef: float = Field(0.0, ge=0)
+    ppo_epochs: int = Field(1, ge=1)
+    micro_batch_size: int = Field(4, ge=1)
+    grad_clip: float = Field(1.0, gt=0)
+    adv_eps: float = Field(1e-6, gt=0)
+
+
+class WarmupRLConfig(PolicyOptimConfig):
+    """Single-turn GRPO with the correctness-first reward."""
+
+
+class LeapRLConfig(PolicyOptimConfig):
+    """Multi-turn GRPO with DCP, the rank-based tournament reward and per-turn advantages."""
+
+    max_turns: int = Field(3, ge=1)
+    tau_min: int = Field(1, ge=0)
+    tau_max: int = Field(3, ge=0)
+    gamma: float = Field(0.9, gt=0, le=1)
+    reward: Literal["rank"] = "rank"
+
+    @model_validator(mode="after")
+    def _tau_order(self) -> "LeapRLConfig":
+        if self.tau_min > self.tau_max:
+            raise ValueError(f"tau_min ({self.tau_min}) must be <= tau_max ({self.tau_max})")
+        return self
+
+
+class EvaluateConfig(StrictModel):
+    max_turns: int = Field(3, ge=1)
+    samples_per_problem: int = Field(1, ge=1)
+    generation: GenerationConfig = GenerationConfig(temperature=0.7)
+    faster_threshold: float = Field(1.1, gt=0)
+
+
+class PipelineConfig(StrictModel):
+    name: str = "kerneldojo"
+    home: str = Field(".kerneldojo", description="warehouse, MLflow store, caches and artifacts")
+    seed: int = 0
+    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    verifier: VerifierConfig = VerifierConfig()
+    reward: RewardConfig = RewardConfig()
+    synthesize: SynthesizeConfig = SynthesizeConfig()
+    hints: HintsConfig = HintsConfig()
+    distill: DistillConfig = DistillConfig()
+    sft: SFTConfig = SFTConfig()
+    rft: RFTConfig = RFTConfig()
+    warmup_rl: WarmupRLConfig = WarmupRLConfig()
+    leap_rl: LeapRLConfig = LeapRLConfig()
+    evaluate: EvaluateConfig = EvaluateConfig()
+
+    def stage_config(self, stage: str) -> dict[str, Any]:
+        """What a stage run records as its config: its own section plus the shared sections."""
+        if stage not in STAGES:
+            raise ConfigError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+        shared = {"seed": self.seed, "device": self.device, "verifier": self.verifier.model_dump(),
+                  "reward": self.reward.model_dump()}
+        return {stage: getattr(self, stage).model_dump(), **shared}
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    return content_hash(json.dumps(config, sort_keys=True, default=str))
+
+
+def _format_validation_error(err: ValidationError, origin: str) -> str:
+    lines = [f"invalid config ({origin}):"]
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "<root>"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"  {key}: unknown key")
+        else:
+            lines.append(f"  {key}: {e['msg']} (got {e.get('input')!r})")
+    return "\n".join(lines)
+
+
+def _apply_override(data: dict[str, Any], override: str) -> None:
+    if "=" not in override:
+        raise ConfigError(f"override {override!r} must look like key.sub=value")
+    key, raw = override.split("=", 1)
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {override!r}: {part!r} is not a section")
+    node[parts[-1]] = yaml.safe_load(raw)
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> PipelineConfig:
+    """Read a YAML pipeline config (None = the embedded tiny defaults) and apply key=value overrides."""
+    origin = str(path) if path else "embedded defaults"
+    data: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        try:
+            loaded = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+        data = loaded or {}
+    for override in overrides or []:
+        _apply_override(data, override)
+    try:
+        return PipelineConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_validation_error(err, origin)) from None

@@ -1,0 +1,149 @@
+"""The typed records that cross stage boundaries (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def content_hash(*parts: str, length: int = 16) -> str:
+    """Stable short id for a piece of content (sources, configs, candidates)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\x00")
+    return digest.hexdigest()[:length]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Split(str, Enum):
+    train = "train"
+    test = "test"
+
+
+class TensorHint(Record):
+    """What torch.export knows about one value of the graph."""
+
+    name: str
+    op: str  # "input", "parameter" or the aten op that produced it
+    shape: list[int]
+    dtype: str
+    stride: list[int]
+    contiguous: bool
+
+
+class Problem(Record):
+    """A reference program in KernelBench format: `Model`, `get_inputs`, `get_init_inputs`."""
+
+    id: str
+    source: str  # where it came from: nnsmith, kernelbench, dataset, ...
+    reference: str
+    op_families: list[str] = Field(default_factory=list)
+    difficulty: int = 1
+    split: Split = Split.train
+    hints: list[TensorHint] = Field(default_factory=list)
+    name: str = ""
+
+    @staticmethod
+    def make_id(reference: str) -> str:
+        return content_hash(reference)
+
+
+class Candidate(Record):
+    """A `ModelNew` in KernelBench format that claims to compute the problem's `Model`."""
+
+    id: str
+    problem_id: str
+    source: str
+    backend: Literal["cpu", "cuda"] = "cpu"
+    turn: int = 0
+    parent_id: str | None = None
+    origin: str = ""  # teacher, sft-sample, rollout, eval ...
+
+    @staticmethod
+    def make_id(problem_id: str, source: str, backend: str) -> str:
+        return content_hash(problem_id, source, backend)
+
+
+class VerdictCategory(str, Enum):
+    passed = "pass"
+    partial = "partial"
+    wrong_output = "wrong_output"
+    compile_error = "compile_error"
+    runtime_error = "runtime_error"
+    timeout = "timeout"
+    illegal = "illegal"
+
+
+class Verdict(Record):
+    """MusaCoder's V(c, x): the structured outcome of verifying one candidate."""
+
+    candidate_id: str
+    problem_id: str
+    compiled: bool
+    correct: bool
+    legal: bool
+    pass_fraction: float  # q: fraction of correctness trials passed
+    category: VerdictCategory
+    detail: str = ""  # what the model sees as feedback; bounded
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    compile_seconds: float = 0.0
+    run_seconds: float = 0.0
+    device: str = "cpu"
+    rule: str | None = None  # for illegal verdicts: the rule broken
+    cached: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.category == VerdictCategory.passed
+
+
+class Turn(Record):
+    candidate_id: str
+    source: str
+    verdict: Verdict
+    feedback: str = ""
+    generated_tokens: int = 0
+
+
+class Trajectory(Record):
+    """One rollout of a group: its turns, its rank, reward and advantage."""
+
+    id: str
+    group_id: str
+    problem_id: str
+    step: int
+    rollout_index: int
+    turns: list[Turn]
+    gated: bool  # DCP decision for the group: True = entered multi-turn debugging
+    rank: int | None = None
+    reward: float = 0.0
+    advantage: float = 0.0
+
+
+class StageStatus(str, Enum):
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+
+
+class StageRun(Record):
+    id: str
+    stage: str
+    status: StageStatus
+    config: dict[str, Any]
+    config_hash: str
+    parent_ids: list[str] = Field(default_factory=list)
+    mlflow_run_id: str | None = None
+    pipeline_run_id: str | None = None
+    started: datetime
+    finished: datetime | None = None
+    error: str | None = None

@@ -1,0 +1,427 @@
+"""Teachers write the first solutions the student learns from.
+
+`Teacher` is the interface: given a problem and a backend, return a completion (the
+six-step reasoning and a KernelBench-format `ModelNew`) or say why it cannot.
+`TemplateTeacher` is built in: it walks the reference's torch.export graph and
+writes one C++ loop nest per node (cpu backend). Every teacher output is verified
+before it becomes training data (tasks/distill.py); a teacher that talks to an
+OpenAI-compatible endpoint implements the same `solve`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+import torch.fx
+
+from operators.graph import ExportedGraph, export_reference, op_family, op_short_name
+from schemas.records import Problem
+from training.prompts import completion_text
+from verifier.reference import load_reference_module
+
+
+@dataclass
+class TeacherOutput:
+    problem_id: str
+    completion: str | None = None  # six-step reasoning + ```python block
+    refusal: str | None = None  # why the teacher could not solve it
+
+
+class Teacher(Protocol):
+    name: str
+
+    def solve(self, problem: Problem, backend: str) -> TeacherOutput: ...
+
+
+class Unsupported(Exception):
+    pass
+
+
+CPP_TYPES = {torch.float32: "float", torch.bool: "bool", torch.int64: "int64_t", torch.int32: "int32_t"}
+
+_HELPERS = {
+    "at": """\
+// Offset of the i-th element (row-major over `shape`) in memory laid out with `stride`.
+static inline int64_t kd_at(int64_t i, const std::vector<int64_t>& shape, const std::vector<int64_t>& stride) {
+  int64_t off = 0;
+  for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) { off += (i % shape[d]) * stride[d]; i /= shape[d]; }
+  return off;
+}
+""",
+    "broadcast": """\
+static std::vector<int64_t> kd_broadcast(std::vector<int64_t> a, std::vector<int64_t> b) {
+  if (a.size() < b.size()) std::swap(a, b);
+  std::vector<int64_t> out = a;
+  size_t off = a.size() - b.size();
+  for (size_t d = 0; d < b.size(); ++d) out[off + d] = a[off + d] == 1 ? b[d] : a[off + d];
+  return out;
+}
+""",
+    "map1": """\
+template <typename In, typename Out, typename F>
+static torch::Tensor kd_map1(const torch::Tensor& a, torch::ScalarType out_type, F f) {
+  auto out = torch::empty(a.sizes(), a.options().dtype(out_type));
+  auto sh = a.sizes().vec(), st = a.strides().vec();
+  const In* pa = a.data_ptr<In>();
+  Out* po = out.data_ptr<Out>();
+  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = f(pa[kd_at(i, sh, st)]);
+  return out;
+}
+""",
+    "map2": """\
+template <typename A, typename B, typename Out, typename F>
+static torch::Tensor kd_map2(const torch::Tensor& a, const torch::Tensor& b, torch::ScalarType out_type, F f) {
+  auto shape = kd_broadcast(a.sizes().vec(), b.sizes().vec());
+  auto ea = a.expand(shape), eb = b.expand(shape);
+  auto out = torch::empty(shape, a.options().dtype(out_type));
+  auto sa = ea.strides().vec(), sb = eb.strides().vec();
+  const A* pa = a.data_ptr<A>();
+  const B* pb = b.data_ptr<B>();
+  Out* po = out.data_ptr<Out>();
+  for (int64_t i = 0, n = out.numel(); i < n; ++i) po[i] = f(pa[kd_at(i, shape, sa)], pb[kd_at(i, shape, sb)]);
+  return out;
+}
+""",
+    "where": """\
+static torch::Tensor kd_where(const torch::Tensor& c, const torch::Tensor& a, const torch::Tensor& b) {
+  auto shape = kd_broadcast(kd_broadcast(c.sizes().vec(), a.sizes().vec()), b.sizes().vec());
+  auto ec = c.expand(shape), ea = a.expand(shape), eb = b.expand(shape);
+  auto out = torch::empty(shape, a.options());
+  auto sc = ec.strides().vec(), sa = ea.strides().vec(), sb = eb.strides().vec();
+  const bool* pc = c.data_ptr<bool>();
+  const float* pa = a.data_ptr<float>();
+  const float* pb = b.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  for (int64_t i = 0, n = out.numel(); i < n; ++i)
+    po[i] = pc[kd_at(i, shape, sc)] ? pa[kd_at(i, shape, sa)] : pb[kd_at(i, shape, sb)];
+  return out;
+}
+""",
+    "reduce": """\
+// Reduces `dims` of `a` (all dims when empty): acc folds elements, fin(total, count) finishes.
+template <typename Acc, typename Fin>
+static torch::Tensor kd_reduce(const torch::Tensor& a, std::vector<int64_t> dims, bool keepdim, float init, Acc acc, Fin fin) {
+  int64_t nd = a.dim();
+  std::vector<bool> red(nd, dims.empty());
+  for (auto d : dims) red[(d % nd + nd) % nd] = true;
+  std::vector<int64_t> out_shape, kept(nd);
+  for (int64_t d = 0; d < nd; ++d) {
+    kept[d] = red[d] ? 1 : a.size(d);
+    if (!red[d] || keepdim) out_shape.push_back(kept[d]);
+  }
+  auto out = torch::empty(out_shape, a.options());
+  int64_t n_out = out.numel(), count = n_out ? a.numel() / n_out : 0;
+  std::vector<float> total(n_out, init);
+  auto sh = a.sizes().vec(), st = a.strides().vec();
+  const float* pa = a.data_ptr<float>();
+  for (int64_t i = 0, n = a.numel(); i < n; ++i) {
+    int64_t rem = i, off = 0, oi = 0, scale = 1;
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      int64_t c = rem % sh[d];
+      rem /= sh[d];
+      off += c * st[d];
+      if (!red[d]) { oi += c * scale; scale *= kept[d]; }
+    }
+    total[oi] = acc(total[oi], pa[off]);
+  }
+  float* po = out.data_ptr<float>();
+  for (int64_t j = 0; j < n_out; ++j) po[j] = fin(total[j], count);
+  return out;
+}
+""",
+    "softmax": """\
+static torch::Tensor kd_softmax(const torch::Tensor& a, int64_t dim, bool log) {
+  int64_t nd = a.dim();
+  dim = (dim % nd + nd) % nd;
+  auto sh = a.sizes().vec(), st = a.strides().vec();
+  int64_t len = sh[dim], outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= sh[d];
+  for (int64_t d = dim + 1; d < nd; ++d) inner *= sh[d];
+  std::vector<int64_t> sh_o(sh.begin(), sh.begin() + dim), st_o(st.begin(), st.begin() + dim);
+  std::vector<int64_t> sh_i(sh.begin() + dim + 1, sh.end()), st_i(st.begin() + dim + 1, st.end());
+  auto out = torch::empty(a.sizes(), a.options());
+  const float* pa = a.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t in = 0; in < inner; ++in) {
+      const float* row = pa + kd_at(o, sh_o, st_o) + kd_at(in, sh_i, st_i);
+      float mx = -INFINITY, sum = 0.f;
+      for (int64_t k = 0; k < len; ++k) mx = std::max(mx, row[k * st[dim]]);
+      for (int64_t k = 0; k < len; ++k) sum += std::exp(row[k * st[dim]] - mx);
+      for (int64_t k = 0; k < len; ++k) {
+        float x = row[k * st[dim]] - mx;
+        po[(o * len + k) * inner + in] = log ? x - std::log(sum) : std::exp(x) / sum;
+      }
+    }
+  }
+  return out;
+}
+""",
+}
+_HELPER_DEPS = {"map1": ["at"], "map2": ["at", "broadcast"], "where": ["at", "broadcast"], "reduce": [],
+                "softmax": ["at"]}
+
+
+def _float(value: Any) -> str:
+    value = float(value)
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "-INFINITY"
+    if math.isnan(value):
+        return "NAN"
+    text = repr(value)
+    return (text if ("." in text or "e" in text) else text + ".0") + "f"
+
+
+UNARY: dict[str, str] = {
+    "abs": "std::fabs(v)", "neg": "-v", "relu": "v > 0.f ? v : 0.f", "sigmoid": "1.f / (1.f + std::exp(-v))",
+    "sin": "std::sin(v)", "cos": "std::cos(v)", "tan": "std::tan(v)", "atan": "std::atan(v)", "exp": "std::exp(v)",
+    "log": "std::log(v)", "sqrt": "std::sqrt(v)", "rsqrt": "1.f / std::sqrt(v)", "tanh": "std::tanh(v)",
+    "floor": "std::floor(v)", "ceil": "std::ceil(v)", "round": "std::nearbyint(v)", "erf": "std::erf(v)",
+    "reciprocal": "1.f / v", "silu": "v / (1.f + std::exp(-v))",
+    "sign": "(float)((v > 0.f) - (v < 0.f))",
+}
+BINARY: dict[str, str] = {
+    "add": "x + y", "sub": "x - y", "mul": "x * y", "div": "x / y", "maximum": "std::max(x, y)",
+    "minimum": "std::min(x, y)", "pow": "std::pow(x, y)", "atan2": "std::atan2(x, y)",
+}
+COMPARE: dict[str, str] = {"gt": "x > y", "lt": "x < y", "ge": "x >= y", "le": "x <= y", "eq": "x == y", "ne": "x != y"}
+REDUCE: dict[str, tuple[str, str, str]] = {  # init, acc, fin
+    "sum": ("0.f", "s + v", "s"), "mean": ("0.f", "s + v", "s / (float)c"),
+    "amax": ("-INFINITY", "std::max(s, v)", "s"), "amin": ("INFINITY", "std::min(s, v)", "s"),
+}
+
+
+class _Writer:
+    """Turns the compute nodes of an exported graph into C++ statements."""
+
+    def __init__(self, graph: ExportedGraph, names: dict[torch.fx.Node, str]):
+        self.graph = graph
+        self.names = names
+        self.helpers: list[str] = []
+        self.lines: list[str] = []
+
+    def need(self, helper: str) -> None:
+        for dep in _HELPER_DEPS.get(helper, []):
+            self.need(dep)
+        if helper not in self.helpers:
+            self.helpers.append(helper)
+
+    def value(self, arg: Any) -> str:
+        if isinstance(arg, torch.fx.Node):
+            return self.names[arg]
+        raise Unsupported(f"non-tensor operand {arg!r}")
+
+    @staticmethod
+    def dtype(node: torch.fx.Node) -> torch.dtype:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            raise Unsupported(f"{node.name} is not a tensor")
+        return val.dtype
+
+    def emit(self, node: torch.fx.Node, out: str) -> None:
+        name = op_short_name(node.target)
+        args, kwargs = list(node.args), dict(node.kwargs)
+        out_dtype = self.dtype(node)
+        if out_dtype not in (torch.float32, torch.bool):
+            raise Unsupported(f"{name} produces {out_dtype}; the template teacher writes float32 kernels")
+        operand_types = [self.dtype(a) for a in args if isinstance(a, torch.fx.Node)]
+        expected = [torch.bool, torch.float32, torch.float32] if name == "where" else [torch.float32] * len(operand_types)
+        if operand_types != expected[:len(operand_types)]:
+            raise Unsupported(f"{name} reads {[str(t) for t in operand_types]}; the template expects float32 operands")
+        if name in UNARY or name in ("gelu", "leaky_relu", "clamp", "clip", "hardtanh"):
+            self.need("map1")
+            self.lines.append(f"  auto {out} = kd_map1<float, float>({self.value(args[0])}, torch::kFloat32, "
+                              f"[](float v) {{ return {self.unary_expr(name, args, kwargs)}; }});")
+        elif name in BINARY or name in COMPARE:
+            expr = BINARY.get(name) or COMPARE[name]
+            if kwargs.get("alpha", 1) != 1 or kwargs.get("rounding_mode"):
+                raise Unsupported(f"{name} with {kwargs}")
+            result = "float" if name in BINARY else "bool"
+            scalar_type = "torch::kFloat32" if name in BINARY else "torch::kBool"
+            a, b = args[0], args[1]
+            if isinstance(b, (int, float)) and isinstance(a, torch.fx.Node):
+                self.need("map1")
+                self.lines.append(f"  auto {out} = kd_map1<float, {result}>({self.value(a)}, {scalar_type}, "
+                                  f"[](float x) {{ const float y = {_float(b)}; return {expr}; }});")
+            else:
+                self.need("map2")
+                self.lines.append(f"  auto {out} = kd_map2<float, float, {result}>({self.value(a)}, {self.value(b)}, "
+                                  f"{scalar_type}, [](float x, float y) {{ return {expr}; }});")
+        elif name == "where":
+            if not all(isinstance(a, torch.fx.Node) for a in args[:3]):
+                raise Unsupported("where with scalar branches")
+            self.need("where")
+            self.lines.append(f"  auto {out} = kd_where({', '.join(self.value(a) for a in args[:3])});")
+        elif name in REDUCE:
+            self.reduce(node, name, args, kwargs, out)
+        elif name in ("_softmax", "softmax", "_log_softmax", "log_softmax"):
+            if self.dtype(args[0]) != torch.float32 or self.rank(args[0]) == 0:
+                raise Unsupported(f"{name} of a 0-d or non-float tensor")
+            self.need("softmax")
+            log = "true" if "log" in name else "false"
+            self.lines.append(f"  auto {out} = kd_softmax({self.value(args[0])}, {int(args[1])}, {log});")
+        else:
+            raise Unsupported(f"no template for aten.{name} ({op_family(node.target)})")
+
+    @staticmethod
+    def rank(node: torch.fx.Node) -> int:
+        return node.meta["val"].dim()
+
+    def unary_expr(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> str:
+        if name in UNARY:
+            return UNARY[name]
+        if name == "gelu":
+            if kwargs.get("approximate", args[1] if len(args) > 1 else "none") == "tanh":
+                return "0.5f * v * (1.f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)))"
+            return "0.5f * v * (1.f + std::erf(v * 0.7071067811865476f))"
+        if name == "leaky_relu":
+            slope = args[1] if len(args) > 1 else kwargs.get("negative_slope", 0.01)
+            return f"v > 0.f ? v : v * {_float(slope)}"
+        lo = args[1] if len(args) > 1 else kwargs.get("min")
+        hi = args[2] if len(args) > 2 else kwargs.get("max")
+        if name == "hardtanh":
+            lo, hi = (lo if lo is not None else -1.0), (hi if hi is not None else 1.0)
+        if isinstance(lo, torch.fx.Node) or isinstance(hi, torch.fx.Node):
+            raise Unsupported("clamp with tensor bounds")
+        expr = "v"
+        if lo is not None:
+            expr = f"std::max({expr}, {_float(lo)})"
+        if hi is not None:
+            expr = f"std::min({expr}, {_float(hi)})"
+        return expr
+
+    def reduce(self, node, name, args, kwargs, out) -> None:
+        src = args[0]
+        if self.dtype(src) != torch.float32 or self.rank(src) == 0:
+            raise Unsupported(f"{name} of a 0-d or non-float tensor")
+        dims = args[1] if len(args) > 1 else kwargs.get("dim", [])
+        dims = [dims] if isinstance(dims, int) else list(dims or [])
+        keepdim = bool(args[2] if len(args) > 2 else kwargs.get("keepdim", False))
+        if kwargs.get("dtype") not in (None, torch.float32):
+            raise Unsupported(f"{name} with dtype={kwargs['dtype']}")
+        init, acc, fin = REDUCE[name]
+        self.need("reduce")
+        dim_list = "{" + ", ".join(str(int(d)) for d in dims) + "}"
+        self.lines.append(
+            f"  auto {out} = kd_reduce({self.value(src)}, {dim_list}, {str(keepdim).lower()}, {init}, "
+            f"[](float s, float v) {{ return {acc}; }}, [](float s, int64_t c) {{ return {fin}; }});")
+
+
+def _init_source(reference: str) -> tuple[str, str]:
+    """The reference Model's __init__ signature and body, copied so ModelNew creates identical weights."""
+    tree = ast.parse(reference)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    signature = ast.unparse(item.args)
+                    body = "\n".join(ast.unparse(stmt) for stmt in item.body)
+                    return signature, body.replace("super(Model, self)", "super()")
+    return "self", "super().__init__()"
+
+
+def _forward_args(reference: str) -> list[str]:
+    tree = ast.parse(reference)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                    return [a.arg for a in item.args.args[1:]]
+    raise Unsupported("reference Model has no forward")
+
+
+def write_cpu_solution(problem: Problem, graph: ExportedGraph) -> tuple[str, list[str]]:
+    """The ModelNew source and the six reasoning steps for a float32 graph, cpu backend."""
+    if graph.constants:
+        raise Unsupported("lifted tensor constants")
+    forward_args = _forward_args(problem.reference)
+    if len(forward_args) != len(graph.user_inputs):
+        raise Unsupported("forward takes non-tensor arguments")
+    names: dict[torch.fx.Node, str] = {}
+    cpp_params, py_args = [], []
+    for node, arg in zip(graph.user_inputs, forward_args):
+        names[node] = arg
+        cpp_params.append(f"torch::Tensor {arg}")
+        py_args.append(arg)
+    for node, key in graph.parameters.items():
+        cpp_name = key.replace(".", "_")
+        names[node] = cpp_name
+        cpp_params.append(f"torch::Tensor {cpp_name}")
+        py_args.append(f"self.{key}")
+    for node in list(graph.user_inputs) + list(graph.parameters):
+        if _Writer.dtype(node) not in (torch.float32, torch.bool):
+            raise Unsupported(f"input {node.name} is {_Writer.dtype(node)}")
+    writer = _Writer(graph, names)
+    for i, node in enumerate(graph.compute):
+        names[node] = f"v{i}"
+        writer.emit(node, f"v{i}")
+    outs = []
+    for o in graph.outputs:
+        if not isinstance(o, torch.fx.Node):
+            raise Unsupported("non-tensor output")
+        outs.append(names[o])
+    single = len(outs) == 1
+    ret_type = "torch::Tensor" if single else "std::vector<torch::Tensor>"
+    ret = outs[0] if single else "{" + ", ".join(outs) + "}"
+    helpers = "\n".join(_HELPERS[h] for h in ["at", "broadcast", "map1", "map2", "where", "reduce", "softmax"]
+                        if h in writer.helpers)
+    cpp = (f"#include <torch/extension.h>\n#include <cmath>\n#include <vector>\n\n{helpers}\n"
+           f"{ret_type} forward({', '.join(cpp_params)}) {{\n" + "\n".join(writer.lines) + f"\n  return {ret};\n}}\n")
+    init_sig, init_body = _init_source(problem.reference)
+    py_return = "kernels.forward(" + ", ".join(py_args) + ")"
+    if not single:
+        py_return = f"tuple({py_return})"
+    source = (
+        "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
+        f'cpp_source = r"""\n{cpp}"""\n\n'
+        f'kernels = load_inline(name="kd_{problem.id}", cpp_sources=cpp_source, functions=["forward"])\n\n\n'
+        "class ModelNew(nn.Module):\n"
+        f"    def __init__({init_sig}):\n{textwrap.indent(init_body, '        ')}\n\n"
+        f"    def forward(self, {', '.join(forward_args)}):\n"
+        f"        return {py_return}\n"
+    )
+    return source, _reasoning(graph, writer, forward_args)
+
+
+def _reasoning(graph: ExportedGraph, writer: _Writer, inputs: list[str]) -> list[str]:
+    ops = ", ".join(f"{op_short_name(n.target)}" for n in graph.compute)
+    shapes = "; ".join(f"{name} {list(n.meta['val'].shape)}" for name, n in zip(inputs, graph.user_inputs))
+    outs = "; ".join(str(list(o.meta["val"].shape)) for o in graph.outputs if isinstance(o, torch.fx.Node))
+    fused = "one loop nest per node" if len(graph.compute) > 1 else "a single loop nest"
+    return [
+        f"1. Operators: {ops}.",
+        f"2. Shapes: inputs {shapes or 'none'}; outputs {outs}; float32, any strides.",
+        f"3. Strategy: {fused}, one output element per iteration.",
+        "4. Memory: read inputs through their strides, write fresh contiguous outputs.",
+        "5. Edge cases: broadcast by expanding to the output shape (stride 0); reduce in float.",
+        "6. Code:",
+    ]
+
+
+class TemplateTeacher:
+    """Writes verified-by-construction C++ for float32 graphs of elementwise, reduction and softmax ops."""
+
+    name = "template"
+
+    def solve(self, problem: Problem, backend: str) -> TeacherOutput:
+        if backend != "cpu":
+            return TeacherOutput(problem.id, refusal=f"the template teacher writes cpu kernels only (asked for {backend})")
+        try:
+            graph = export_reference(load_reference_module(problem.reference, f"teacher_{problem.id}"))
+            source, reasoning = write_cpu_solution(problem, graph)
+        except Unsupported as exc:
+            return TeacherOutput(problem.id, refusal=str(exc))
+        except Exception as exc:  # export or reference failures: the problem is out of reach, not a crash
+            return TeacherOutput(problem.id, refusal=f"could not analyse the reference: {exc!r}"[:300])
+        return TeacherOutput(problem.id, completion=completion_text(reasoning, source))
+
+
+def make_teacher(name: str) -> Teacher:
+    if name == "template":
+        return TemplateTeacher()
+    raise ValueError(f"unknown teacher {name!r}; available: template")

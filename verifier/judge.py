@@ -1,0 +1,299 @@
+"""Judge one candidate against one problem: static checks, sandboxed build and run,
+comparison, legality, timing -> a `Verdict`.
+
+The judge holds the reference and its outputs; the sandbox process (verifier/sandbox.py)
+holds only the candidate and the inputs of the current trial.
+"""
+
+from __future__ import annotations
+
+import ast
+import multiprocessing
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from schemas.config import VerifierConfig
+from schemas.records import Candidate, Problem, Verdict, VerdictCategory
+from verifier.fastbuild import compiler_errors
+from verifier.legality import check_source, forbidden_ops
+from verifier.reference import ReferenceRunner, compare_outputs, dumps, loads
+
+INIT_SEED = 42
+SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured before it is believed
+
+
+def _forkserver_context():
+    ctx = multiprocessing.get_context("forkserver")
+    # The server imports torch once; every sandbox forks from it in milliseconds.
+    ctx.set_forkserver_preload(["torch", "verifier.sandbox"])
+    return ctx
+
+
+class SandboxStartError(RuntimeError):
+    """The sandbox never came up: an infrastructure fault, never the candidate's."""
+
+
+@dataclass
+class _Outcome:
+    category: VerdictCategory
+    detail: str
+    compiled: bool = False
+    legal: bool = True
+    q: float = 0.0
+    rule: str | None = None
+    speedup: float | None = None
+    compile_seconds: float = 0.0
+
+
+class Judge:
+    """Verifies candidates one at a time; thread-safe, so a pool can share one."""
+
+    def __init__(self, config: VerifierConfig, cache_dir: str | Path, base_seed: int = 0):
+        self.config = config
+        self.cache_dir = Path(cache_dir)
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.base_seed = base_seed
+        self.device = config.backend
+        self.references = ReferenceRunner(self.device)
+        self._ctx = _forkserver_context()
+
+    @property
+    def device_name(self) -> str:
+        if self.device == "cuda" and torch.cuda.is_available():
+            return torch.cuda.get_device_name()
+        return "cpu"
+
+    # -- public ---------------------------------------------------------------------------
+    def verify(self, problem: Problem, candidate: Candidate) -> Verdict:
+        start = time.perf_counter()
+        outcome = self._static(candidate.source) or self._dynamic(problem, candidate)
+        return Verdict(
+            candidate_id=candidate.id,
+            problem_id=problem.id,
+            compiled=outcome.compiled,
+            correct=outcome.category == VerdictCategory.passed,
+            legal=outcome.legal,
+            pass_fraction=outcome.q,
+            category=outcome.category,
+            detail=_bound(outcome.detail, self.config.max_detail_chars),
+            speedup_vs_eager=outcome.speedup,
+            compile_seconds=outcome.compile_seconds,
+            run_seconds=max(0.0, time.perf_counter() - start - outcome.compile_seconds),
+            device=self.device_name,
+            rule=outcome.rule,
+        )
+
+    # -- static checks: milliseconds, no process --------------------------------------------
+    def _static(self, source: str) -> _Outcome | None:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as exc:
+            return _Outcome(VerdictCategory.compile_error,
+                            f"Python SyntaxError at line {exc.lineno}: {exc.msg}\n{(exc.text or '').rstrip()}")
+        violations = check_source(tree)
+        if violations:
+            v = violations[0]
+            return _Outcome(VerdictCategory.illegal, f"illegal ({v.rule}): {v.message}", compiled=False,
+                            legal=False, rule=v.rule)
+        if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+            return _Outcome(VerdictCategory.compile_error, "the candidate defines no top-level class ModelNew")
+        return None
+
+    # -- sandboxed build and run ----------------------------------------------------------
+    def _dynamic(self, problem: Problem, candidate: Candidate) -> _Outcome:
+        cfg = self.config
+        trials = [self.references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
+        scratch = Path(tempfile.mkdtemp(prefix=f"cand-{candidate.id[:8]}-", dir=self._scratch_root()))
+        job = {
+            "source": candidate.source,
+            "scratch_dir": str(scratch),
+            "build_cache_dir": str(self.cache_dir),
+            "fast_build": cfg.fast_build,
+            "memory_limit_mb": cfg.memory_limit_mb,
+            "device": self.device,
+            "init_inputs": dumps(self.references.init_inputs(problem)),
+            "init_seed": INIT_SEED,
+            "compile_timeout_s": cfg.compile_timeout_s,
+        }
+        parent_conn, child_conn = self._ctx.Pipe()
+        from verifier.sandbox import child_main
+
+        proc = self._ctx.Process(target=child_main, args=(child_conn, job), daemon=True)
+        proc.start()
+        child_conn.close()
+        try:
+            return self._drive(proc, parent_conn, problem, trials, scratch)
+        finally:
+            _terminate(proc, parent_conn)
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _scratch_root(self) -> Path:
+        root = self.cache_dir / "scratch"
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+    def _drive(self, proc, conn, problem: Problem, trials, scratch: Path) -> _Outcome:
+        cfg = self.config
+        hello = _receive(proc, conn, 120.0)
+        if hello is None or hello[0] != "hello":
+            raise SandboxStartError(f"the sandbox process failed to start (got {hello!r}); if you run the verifier "
+                                    "from a script, guard its entry point with `if __name__ == '__main__':`")
+        msg = _receive(proc, conn, cfg.compile_timeout_s)
+        if msg is None:
+            return _Outcome(VerdictCategory.timeout, f"building and loading the candidate took longer than "
+                            f"{cfg.compile_timeout_s:g} s", compile_seconds=cfg.compile_timeout_s)
+        if msg[0] == "died":
+            return _Outcome(VerdictCategory.runtime_error, _death_detail(msg[1], scratch, "while loading"))
+        if msg[0] == "load_error":
+            info = msg[1]
+            if info["kind"] == "compile":
+                errors = compiler_errors(info["log"])
+                text = "\n".join(errors) if errors else info["log"][-1500:]
+                return _Outcome(VerdictCategory.compile_error, f"compilation failed:\n{text}",
+                                compile_seconds=info.get("seconds", 0.0))
+            if info["kind"] == "harness":
+                raise RuntimeError(f"sandbox setup failed: {info['message']}")
+            category = VerdictCategory.runtime_error if info["kind"] == "init" else VerdictCategory.compile_error
+            where = "constructing ModelNew" if info["kind"] == "init" else "loading the module"
+            return _Outcome(category, f"error while {where}:\n{info['message']}",
+                            compiled=info["kind"] == "init", compile_seconds=info.get("seconds", 0.0))
+        compile_seconds = msg[1]["compile_seconds"]
+        passed = 0
+        first_failure = ""
+        for index, trial in enumerate(trials):
+            conn.send(("trial", index, dumps(trial.inputs)))
+            msg = _receive(proc, conn, cfg.run_timeout_s)
+            if msg is None:
+                return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
+                                f"{cfg.run_timeout_s:g} s", compiled=True, compile_seconds=compile_seconds)
+            if msg[0] == "died":
+                return _Outcome(VerdictCategory.runtime_error, _death_detail(msg[1], scratch, f"in trial {index}"),
+                                compiled=True, compile_seconds=compile_seconds)
+            if msg[0] == "trial_error":
+                return _Outcome(VerdictCategory.runtime_error, f"trial {index}: forward raised:\n{msg[2]}",
+                                compiled=True, compile_seconds=compile_seconds)
+            result = msg[2]
+            illegal = self._legality(result)
+            if illegal:
+                rule, detail = illegal
+                return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {detail}", compiled=True,
+                                legal=False, rule=rule, compile_seconds=compile_seconds)
+            if not _unchanged(trial.inputs, loads(result["inputs_after"])):
+                return _Outcome(VerdictCategory.illegal, "illegal (input-mutation): forward modified its input "
+                                "tensors in place", compiled=True, legal=False, rule="input-mutation",
+                                compile_seconds=compile_seconds)
+            mismatch = compare_outputs(trial.expected, loads(result["outputs"]), cfg.tolerance)
+            if mismatch is None:
+                passed += 1
+            elif not first_failure:
+                first_failure = f"trial {index} (seed {trial.seed}): {mismatch.message}"
+        q = passed / len(trials)
+        if passed < len(trials):
+            category = VerdictCategory.partial if passed else VerdictCategory.wrong_output
+            return _Outcome(category, f"{passed}/{len(trials)} trials correct. First failure: {first_failure}",
+                            compiled=True, q=q, compile_seconds=compile_seconds)
+        speedup = self._speedup(proc, conn, problem, trials[0])
+        detail = f"all {len(trials)} trials correct" + (f"; speedup vs eager {speedup:.2f}x" if speedup else "")
+        return _Outcome(VerdictCategory.passed, detail, compiled=True, q=1.0, speedup=speedup,
+                        compile_seconds=compile_seconds)
+
+    def _legality(self, result: dict[str, Any]) -> tuple[str, str] | None:
+        bad = forbidden_ops(result["ops"])
+        if bad:
+            return "torch-compute", (f"ModelNew.forward called torch op(s) {', '.join(bad[:5])}; the computation "
+                                     "must be done by your own kernel (allowed glue: allocation, views, .contiguous())")
+        if result["own_calls"] is not None and result["own_calls"] == 0 and self.config.fast_build:
+            return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
+        if result["own_calls"] is None:
+            return "no-own-kernel", "the candidate compiled no extension of its own (load_inline)"
+        return None
+
+    def _speedup(self, proc, conn, problem: Problem, trial) -> float | None:
+        cfg = self.config
+        budget = cfg.run_timeout_s * (cfg.timing_runs + cfg.timing_warmup)
+        measured = []
+        for _ in range(2):  # a second measurement only when the first is implausible
+            conn.send(("time", dumps(trial.inputs), cfg.timing_warmup, cfg.timing_runs))
+            msg = _receive(proc, conn, budget)
+            if msg is None or msg[0] != "timed":
+                return None
+            samples = sorted(msg[1])
+            measured.append(samples[len(samples) // 2])
+            eager = self.references.eager_seconds(problem, trial.inputs, INIT_SEED, cfg.timing_warmup, cfg.timing_runs)
+            speedup = eager / max(measured[-1], 1e-9)
+            if speedup <= SPEEDUP_SANITY_BOUND:
+                return speedup
+        return eager / max(measured)
+
+
+def _receive(proc, conn, timeout_s: float):
+    """Next message from the sandbox, ("died", exitcode) if it died, None on timeout."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        if conn.poll(min(remaining, 0.5)):
+            try:
+                return conn.recv()
+            except (EOFError, OSError):
+                proc.join(timeout=5)
+                return ("died", proc.exitcode)
+        if not proc.is_alive():
+            if conn.poll(0):
+                continue
+            return ("died", proc.exitcode)
+
+
+def _death_detail(exitcode: int | None, scratch: Path, when: str) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            how = f"was killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            how = f"was killed by signal {-exitcode}"
+    else:
+        how = f"exited with code {exitcode} without reporting"
+    log = ""
+    log_path = scratch / "candidate.log"
+    if log_path.exists():
+        log = log_path.read_text(errors="replace")[-800:].strip()
+    return f"the candidate process {how} {when}" + (f"; its last output:\n{log}" if log else "")
+
+
+def _terminate(proc, conn) -> None:
+    try:
+        if proc.is_alive():
+            conn.send(("stop",))
+            proc.join(timeout=2)
+    except (OSError, BrokenPipeError, ValueError):
+        pass
+    if proc.is_alive() or proc.exitcode is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.kill()
+        proc.join(timeout=5)
+    conn.close()
+
+
+def _unchanged(before: list[Any], after: list[Any]) -> bool:
+    tensors_before = [x for x in before if isinstance(x, torch.Tensor)]
+    tensors_after = [x for x in after if isinstance(x, torch.Tensor)]
+    return len(tensors_before) == len(tensors_after) and all(
+        a.shape == b.shape and torch.equal(a.cpu(), b.cpu()) for a, b in zip(tensors_before, tensors_after))
+
+
+def _bound(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return text[:head] + "\n... [truncated] ...\n" + text[-(limit - head - 24):]

@@ -1,0 +1,114 @@
+"""The verification pool: many (problem, candidate) pairs in, a stream of verdicts out.
+
+`LocalVerifierPool` is the embedded default: N concurrent sandboxes (one per core
+for `cpu`, one per GPU for `cuda`), a verdict cache keyed by content hash, and the
+build cache shared through the cache directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from pathlib import Path
+
+import torch
+
+from schemas.config import VerifierConfig
+from schemas.records import Candidate, Problem, Verdict, content_hash
+from verifier.judge import Judge
+
+# Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
+HARNESS_VERSION = "1"
+
+
+def default_workers(config: VerifierConfig) -> int:
+    if config.workers:
+        return config.workers
+    if config.backend == "cuda":
+        return max(1, torch.cuda.device_count())
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+class VerdictCache:
+    """One JSON file per verdict, written atomically; safe across processes."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def key(self, problem: Problem, candidate: Candidate, config: VerifierConfig, base_seed: int) -> str:
+        relevant = config.model_dump(include={"backend", "trials", "tolerance", "fast_build"})
+        return content_hash(HARNESS_VERSION, problem.reference, candidate.source, json.dumps(relevant, sort_keys=True),
+                            str(base_seed), length=24)
+
+    def get(self, key: str) -> Verdict | None:
+        path = self.root / f"{key}.json"
+        if not path.exists():
+            return None
+        try:
+            return Verdict.model_validate_json(path.read_text())
+        except ValueError:
+            return None
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        path = self.root / f"{key}.json"
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(verdict.model_dump_json())
+        os.replace(tmp, path)
+
+
+class LocalVerifierPool:
+    """Runs judges over a thread pool; each judgement happens in its own sandbox process."""
+
+    def __init__(self, config: VerifierConfig, cache_dir: str | Path, base_seed: int = 0):
+        self.config = config
+        self.cache_dir = Path(cache_dir)
+        self.base_seed = base_seed
+        self.workers = default_workers(config)
+        self.judge = Judge(config, self.cache_dir, base_seed)
+        self.cache = VerdictCache(self.cache_dir / "verdicts")
+        self.calls = 0  # verifier calls made, cache hits included
+        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="verifier")
+
+    def verify(self, problem: Problem, candidate: Candidate) -> Verdict:
+        return next(iter(self.verify_many([(problem, candidate)])))
+
+    def verify_many(self, pairs: Iterable[tuple[Problem, Candidate]],
+                    on_verdict: Callable[[Verdict], None] | None = None) -> Iterator[Verdict]:
+        """Yield one verdict per pair, in completion order (match them by `candidate_id`)."""
+        pending: set[Future] = set()
+        for problem, candidate in pairs:
+            self.calls += 1
+            key = self.cache.key(problem, candidate, self.config, self.base_seed)
+            cached = self.cache.get(key) if self.config.use_cache else None
+            if cached is not None:
+                verdict = cached.model_copy(update={"candidate_id": candidate.id, "cached": True})
+                if on_verdict:
+                    on_verdict(verdict)
+                yield verdict
+                continue
+            pending.add(self._executor.submit(self._judge_and_cache, problem, candidate, key))
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                verdict = future.result()
+                if on_verdict:
+                    on_verdict(verdict)
+                yield verdict
+
+    def _judge_and_cache(self, problem: Problem, candidate: Candidate, key: str) -> Verdict:
+        verdict = self.judge.verify(problem, candidate)
+        if self.config.use_cache:
+            self.cache.put(key, verdict)
+        return verdict
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> "LocalVerifierPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

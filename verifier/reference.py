@@ -1,0 +1,183 @@
+"""Trusted side of the harness: load KernelBench-format references, make inputs, compare.
+
+Everything here runs in the judge process, never in the candidate's sandbox, so a
+candidate can neither see reference outputs nor patch the comparison.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from schemas.records import Problem, content_hash
+
+# RNG state is process-global: input generation and reference runs are serialised.
+_RNG_LOCK = threading.RLock()
+
+TOLERANCES: dict[str, dict[torch.dtype, tuple[float, float]]] = {
+    # (atol, rtol)
+    "default": {torch.float64: (1e-7, 1e-7), torch.float32: (1e-4, 1e-4),
+                torch.float16: (5e-3, 5e-3), torch.bfloat16: (2e-2, 2e-2)},
+    "kernelbench": {torch.float64: (1e-2, 1e-2), torch.float32: (1e-2, 1e-2),
+                    torch.float16: (1e-2, 1e-2), torch.bfloat16: (1e-2, 1e-2)},
+}
+
+
+class ReferenceError(RuntimeError):
+    """The reference program itself is broken (not the candidate's fault)."""
+
+
+def load_reference_module(source: str, name: str = "reference") -> ModuleType:
+    """Execute a KernelBench-format source and check it defines the three required names."""
+    module = ModuleType(name)
+    try:
+        exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    except Exception as exc:
+        raise ReferenceError(f"reference source failed to execute: {exc!r}") from exc
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
+    if missing:
+        raise ReferenceError(f"reference source lacks {', '.join(missing)}")
+    return module
+
+
+def trial_seed(problem_id: str, trial: int, base_seed: int) -> int:
+    return int(content_hash(problem_id, str(trial), str(base_seed), length=8), 16)
+
+
+def to_list(out: Any) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)) and all(isinstance(o, torch.Tensor) for o in out):
+        return list(out)
+    raise TypeError(f"forward must return a tensor or a tuple of tensors, got {type(out).__name__}")
+
+
+def dumps(obj: Any) -> bytes:
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def loads(blob: bytes) -> Any:
+    # weights_only: the blob may come from an untrusted sandbox.
+    return torch.load(io.BytesIO(blob), weights_only=True)
+
+
+@dataclass
+class Trial:
+    seed: int
+    inputs: list[Any]
+    expected: list[torch.Tensor]
+
+
+class ReferenceRunner:
+    """Caches loaded references, their trial inputs/outputs and eager timings per problem."""
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+        self._modules: dict[str, ModuleType] = {}
+        self._trials: dict[tuple[str, int], Trial] = {}
+        self._eager_seconds: dict[str, float] = {}
+
+    def module(self, problem: Problem) -> ModuleType:
+        with _RNG_LOCK:
+            if problem.id not in self._modules:
+                self._modules[problem.id] = load_reference_module(problem.reference, f"reference_{problem.id}")
+            return self._modules[problem.id]
+
+    def init_inputs(self, problem: Problem) -> list[Any]:
+        return list(self.module(problem).get_init_inputs())
+
+    def _model(self, problem: Problem, init_seed: int) -> torch.nn.Module:
+        mod = self.module(problem)
+        torch.manual_seed(init_seed)
+        model = mod.Model(*mod.get_init_inputs())
+        return model.to(self.device).eval()
+
+    def trial(self, problem: Problem, index: int, base_seed: int, init_seed: int) -> Trial:
+        seed = trial_seed(problem.id, index, base_seed)
+        key = (problem.id, seed)
+        with _RNG_LOCK:
+            if key not in self._trials:
+                with torch.random.fork_rng(devices=[]), torch.no_grad():
+                    model = self._model(problem, init_seed)
+                    torch.manual_seed(seed)
+                    inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x
+                              for x in self.module(problem).get_inputs()]
+                    try:
+                        expected = [t.detach().clone() for t in to_list(model(*inputs))]
+                    except Exception as exc:
+                        raise ReferenceError(f"reference forward failed: {exc!r}") from exc
+                self._trials[key] = Trial(seed, inputs, expected)
+            return self._trials[key]
+
+    def eager_seconds(self, problem: Problem, inputs: list[Any], init_seed: int, warmup: int, runs: int) -> float:
+        """Median wall time of the reference in eager mode, single-threaded like a cpu worker."""
+        with _RNG_LOCK:
+            if problem.id not in self._eager_seconds:
+                threads = torch.get_num_threads()
+                torch.set_num_threads(1)
+                try:
+                    with torch.random.fork_rng(devices=[]), torch.no_grad():
+                        model = self._model(problem, init_seed)
+                        for _ in range(warmup):
+                            model(*inputs)
+                        samples = []
+                        for _ in range(runs):
+                            start = time.perf_counter()
+                            model(*inputs)
+                            samples.append(time.perf_counter() - start)
+                finally:
+                    torch.set_num_threads(threads)
+                samples.sort()
+                self._eager_seconds[problem.id] = samples[len(samples) // 2]
+            return self._eager_seconds[problem.id]
+
+
+@dataclass
+class Mismatch:
+    message: str
+
+
+def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], tolerance: str) -> Mismatch | None:
+    """None when `actual` matches `expected`; otherwise what differs, for the model to read."""
+    if len(expected) != len(actual):
+        return Mismatch(f"returned {len(actual)} outputs, expected {len(expected)}")
+    for i, (exp, got) in enumerate(zip(expected, actual)):
+        label = f"output {i}" if len(expected) > 1 else "output"
+        if tuple(got.shape) != tuple(exp.shape):
+            return Mismatch(f"{label} has shape {tuple(got.shape)}, expected {tuple(exp.shape)}")
+        if got.dtype != exp.dtype:
+            return Mismatch(f"{label} has dtype {got.dtype}, expected {exp.dtype}")
+        got, exp = got.cpu(), exp.cpu()
+        if not (exp.is_floating_point() or exp.is_complex()):
+            if not torch.equal(got, exp):
+                bad = (got != exp).nonzero()[0].tolist()
+                return Mismatch(f"{label} differs at index {bad}: got {got[tuple(bad)].item()}, "
+                                f"expected {exp[tuple(bad)].item()} ({int((got != exp).sum())} elements differ)")
+            continue
+        nonfinite = ~torch.isfinite(got)
+        if nonfinite.any():
+            where = nonfinite.nonzero()[0].tolist()
+            return Mismatch(f"{label} has {int(nonfinite.sum())} NaN/Inf values (first at index {where}); "
+                            "unwritten output memory reads as NaN")
+        atol, rtol = TOLERANCES[tolerance].get(exp.dtype, (1e-4, 1e-4))
+        diff = (got.double() - exp.double()).abs()
+        bound = atol + rtol * exp.double().abs()
+        bad = diff > bound
+        if bad.any():
+            worst = int(diff.argmax())
+            idx = list(torch.unravel_index(torch.tensor(worst), exp.shape)) if exp.dim() else []
+            idx = [int(i) for i in idx]
+            rel = (diff / exp.double().abs().clamp_min(1e-12)).max().item()
+            return Mismatch(
+                f"{label} mismatch: {int(bad.sum())}/{exp.numel()} elements outside atol={atol:g} rtol={rtol:g}; "
+                f"max abs err {diff.max().item():.4g} at index {idx} (got {got.reshape(-1)[worst].item():.6g}, "
+                f"expected {exp.reshape(-1)[worst].item():.6g}); max rel err {rel:.4g}")
+    return None

@@ -1,0 +1,164 @@
+"""The untrusted side: one short-lived process per candidate.
+
+The judge forks it (from a forkserver that has torch imported already), hands it
+the candidate source, then feeds it trial inputs one message at a time. It never
+receives the reference or its outputs. Whatever it does to itself (segfault,
+`os._exit`, an endless loop, patching torch) costs only this process; the judge
+reads its silence or death as a verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import traceback
+from typing import Any
+
+# Bound before any candidate code runs, so later patching cannot reach the copies
+# the sandbox uses for timing and messaging.
+from time import perf_counter as _perf_counter
+
+import torch
+
+from verifier.legality import DispatchRecorder
+from verifier.reference import dumps, loads, to_list
+
+MAX_TRACE = 4000
+
+
+def _limit_resources(memory_limit_mb: int, device: str) -> None:
+    os.setpgrp()  # lets the judge kill the whole group, compilers included
+    if device == "cpu":  # CUDA reserves huge virtual ranges; RLIMIT_AS would break it
+        limit = memory_limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _redirect_output(log_path: str) -> None:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _short_trace(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    # Drop the sandbox's own frames: the model should see its code, not ours.
+    lines = [ln for ln in text.splitlines() if "verifier/sandbox.py" not in ln]
+    return "\n".join(lines)[-MAX_TRACE:]
+
+
+def _to_device(values: list[Any], device: str) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def child_main(conn, job: dict[str, Any]) -> None:
+    send, recv = conn.send, conn.recv
+    send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
+    try:
+        _limit_resources(job["memory_limit_mb"], job["device"])
+        os.chdir(job["scratch_dir"])
+        _redirect_output(os.path.join(job["scratch_dir"], "candidate.log"))
+        torch.set_num_threads(job.get("num_threads", 1))
+    except Exception as exc:  # the harness itself failed: report, do not judge
+        send(("load_error", {"kind": "harness", "message": _short_trace(exc), "log": ""}))
+        return
+
+    builder = None
+    if job["fast_build"]:
+        from verifier.fastbuild import FastInlineBuilder
+
+        builder = FastInlineBuilder(job["build_cache_dir"], timeout_s=job["compile_timeout_s"])
+        torch.utils.cpp_extension.load_inline = builder.load_inline
+    else:
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(job["build_cache_dir"], "torch_extensions")
+
+    start = _perf_counter()
+    namespace: dict[str, Any] = {"__name__": "candidate", "__file__": "candidate.py"}
+    try:
+        exec(compile(job["source"], "candidate.py", "exec"), namespace)
+    except Exception as exc:
+        from verifier.fastbuild import BuildError
+
+        if isinstance(exc, BuildError) or type(exc).__name__ == "BuildError" or "Error building extension" in str(exc):
+            log = getattr(exc, "log", "") or str(exc)
+            send(("load_error", {"kind": "compile", "message": str(exc)[:500], "log": log[-20000:],
+                                 "seconds": _perf_counter() - start}))
+        else:
+            send(("load_error", {"kind": "exec", "message": _short_trace(exc), "log": "",
+                                 "seconds": _perf_counter() - start}))
+        return
+    compile_seconds = _perf_counter() - start
+
+    model_cls = namespace.get("ModelNew")
+    if model_cls is None:
+        send(("load_error", {"kind": "exec", "message": "the candidate defines no class ModelNew", "log": "",
+                             "seconds": compile_seconds}))
+        return
+    modules = [v for v in namespace.values() if hasattr(v, "_kd_call_count")]
+
+    def own_calls() -> int:
+        return sum(int(m._kd_call_count()) for m in modules)
+
+    try:
+        init_inputs = loads(job["init_inputs"])
+        torch.manual_seed(job["init_seed"])
+        model = model_cls(*init_inputs)
+        if isinstance(model, torch.nn.Module):
+            model = model.to(job["device"]).eval()
+    except Exception as exc:
+        send(("load_error", {"kind": "init", "message": _short_trace(exc), "log": "",
+                             "seconds": compile_seconds}))
+        return
+
+    send(("ready", {"compile_seconds": compile_seconds,
+                    "fast_build": builder is not None and builder.stats.fallbacks == 0,
+                    "own_modules": len(modules)}))
+    sync = torch.cuda.synchronize if job["device"] == "cuda" else (lambda: None)
+
+    while True:
+        msg = recv()
+        kind = msg[0]
+        if kind == "stop":
+            return
+        if kind == "trial":
+            _, index, blob = msg
+            inputs = _to_device(loads(blob), job["device"])
+            calls_before = own_calls()
+            recorder = DispatchRecorder(poison=True)
+            try:
+                with torch.no_grad():
+                    t0 = _perf_counter()
+                    with recorder:
+                        out = model(*inputs)
+                    sync()
+                    seconds = _perf_counter() - t0
+                outputs = [o.detach().cpu() for o in to_list(out)]
+            except Exception as exc:
+                send(("trial_error", index, _short_trace(exc)))
+                continue
+            send(("trial_out", index, {
+                "outputs": dumps(outputs),
+                "inputs_after": dumps([x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]),
+                "ops": dict(recorder.ops),
+                "own_calls": own_calls() - calls_before if modules else None,
+                "seconds": seconds,
+            }))
+        elif kind == "time":
+            _, blob, warmup, runs = msg
+            inputs = _to_device(loads(blob), job["device"])
+            samples = []
+            with torch.no_grad():
+                for _ in range(warmup):
+                    model(*inputs)
+                sync()
+                for _ in range(runs):
+                    t0 = _perf_counter()
+                    model(*inputs)
+                    sync()
+                    samples.append(_perf_counter() - t0)
+            send(("timed", samples))
+        else:
+            send(("protocol_error", f"unknown message {kind!r}"))
+            sys.stdout.flush()
