@@ -2,6 +2,7 @@
 
 from schemas.config import (
     STAGES,
+    UPSTREAM,
     ConfigError,
     PipelineConfig,
     config_hash,
@@ -22,7 +23,7 @@ from schemas.records import (
 )
 
 __all__ = [
-    "STAGES", "Candidate", "ConfigError", "PipelineConfig", "Problem", "Split", "StageRun",
+    "STAGES", "UPSTREAM", "Candidate", "ConfigError", "PipelineConfig", "Problem", "Split", "StageRun",
     "StageStatus", "TensorHint", "Trajectory", "Turn", "Verdict", "VerdictCategory",
     "config_hash", "content_hash", "load_config",
 ]

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from schemas.records import content_hash
 
 STAGES = ("synthesize", "hints", "distill", "sft", "rft", "warmup_rl", "leap_rl", "evaluate")
+# The DAG: the stage whose run each stage reads from (its `--from-run`).
+UPSTREAM = {"hints": "synthesize", "distill": "hints", "sft": "distill", "rft": "sft", "warmup_rl": "rft",
+            "leap_rl": "warmup_rl", "evaluate": "leap_rl"}
 
 
 class ConfigError(ValueError):
@@ -48,13 +51,19 @@ class RewardConfig(StrictModel):
     nu_max: float = 4.0
 
 
+# NNSmith ops the built-in template teacher can solve: the tiny default stays learnable.
+TEMPLATE_TEACHER_OPS = ["Abs", "Add", "Sub", "Mul", "Neg", "ReLU", "Sigmoid", "Sin", "Cos", "Atan", "Clip",
+                        "LeakyReLU", "Floor", "Ceil", "GELU", "ReduceMean", "TorchReduceSum", "Softmax"]
+
+
 class SynthesizeConfig(StrictModel):
-    num_problems: int = Field(24, ge=1)
-    test_fraction: float = Field(0.25, ge=0.0, lt=1.0)
+    num_problems: int = Field(20, ge=1)
+    test_fraction: float = Field(0.2, ge=0.0, lt=1.0)
     max_nodes: int = Field(3, ge=1)
     max_elements: int = Field(1024, ge=1, description="max elements per tensor")
     dtypes: list[Literal["float32", "float16", "float64"]] = ["float32"]
-    ops: list[str] = Field(default_factory=list, description="NNSmith op names; empty = all")
+    ops: list[str] = Field(default_factory=lambda: list(TEMPLATE_TEACHER_OPS),
+                           description="NNSmith op names; empty = every op NNSmith offers")
     max_attempts_per_problem: int = Field(20, ge=1)
     generation_timeout_ms: int = Field(2000, ge=100)
 
@@ -83,7 +92,7 @@ class ModelConfig(StrictModel):
 
 class SFTConfig(StrictModel):
     model: ModelConfig = ModelConfig()
-    epochs: float = Field(30, gt=0)
+    epochs: float = Field(50, gt=0)
     learning_rate: float = Field(3e-3, gt=0)
     batch_size: int = Field(4, ge=1)
     max_length: int = Field(2048, ge=64)
@@ -91,7 +100,7 @@ class SFTConfig(StrictModel):
 
 
 class GenerationConfig(StrictModel):
-    max_new_tokens: int = Field(768, ge=1)
+    max_new_tokens: int = Field(400, ge=1)
     temperature: float = Field(1.0, gt=0)
     top_p: float = Field(0.95, gt=0, le=1)
     batch_size: int = Field(16, ge=1)
@@ -103,7 +112,7 @@ class RFTConfig(StrictModel):
     max_kept_per_problem: int = Field(4, ge=1)
     keep_fastest_only: bool = False
     include_teacher_data: bool = True
-    epochs: float = Field(10, gt=0)
+    epochs: float = Field(3, gt=0)
     learning_rate: float = Field(1e-3, gt=0)
     batch_size: int = Field(4, ge=1)
     max_length: int = Field(2048, ge=64)

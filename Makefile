@@ -1,0 +1,33 @@
+# Two entry points, both self-contained on a fresh machine:
+#   make demo   set up .venv and run the whole DAG on configs/tiny.yaml (CPU only)
+#   make test   set up .venv and run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Where there is no NVIDIA GPU, take the CPU build of torch instead of a multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo yes)
+
+.PHONY: demo test setup clean
+
+$(BIN)/kerneldojo: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+ifeq ($(HAS_GPU),yes)
+	$(BIN)/pip install -q "torch>=2.4"
+else
+	$(BIN)/pip install -q "$(TORCH_SPEC)"
+endif
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+setup: $(BIN)/kerneldojo
+
+demo: setup
+	$(BIN)/kerneldojo run --config configs/tiny.yaml
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) .kerneldojo

@@ -1,0 +1,161 @@
+"""What every stage task shares: the run's home, the warehouse, MLflow, the verifier pool,
+progress bars, and `stage_run`, which turns a stage body into a recorded stage run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from schemas.config import UPSTREAM, PipelineConfig, config_hash
+from schemas.records import Candidate, Problem, StageStatus, Verdict
+from verifier.pool import LocalVerifierPool
+from verifier.reward import correctness_first_reward
+from warehouse.store import Warehouse
+from warehouse.tracking import RunLogger, Tracker
+
+console = Console(stderr=True)
+log = logging.getLogger("kerneldojo")
+
+
+@dataclass
+class Home:
+    """Where one deployment keeps its state: `<home>/warehouse.duckdb`, `mlflow.db`, `artifacts/`, `cache/`."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, config: PipelineConfig) -> "Home":
+        root = Path(os.environ.get("KERNELDOJO_HOME", config.home)).resolve()
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root)
+
+    @property
+    def warehouse_path(self) -> Path:
+        return self.root / "warehouse.duckdb"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    def artifacts(self, run_id: str) -> Path:
+        path = self.root / "artifacts" / run_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+@dataclass
+class StageContext:
+    """Handed to a stage body: its run id, config, storage, tracker and verifier."""
+
+    stage: str
+    run_id: str
+    config: PipelineConfig
+    home: Home
+    warehouse: Warehouse
+    mlflow: RunLogger
+    summary: dict[str, Any] = field(default_factory=dict)
+    _pool: LocalVerifierPool | None = None
+
+    @property
+    def artifacts(self) -> Path:
+        return self.home.artifacts(self.run_id)
+
+    @property
+    def pool(self) -> LocalVerifierPool:
+        if self._pool is None:
+            self._pool = LocalVerifierPool(self.config.verifier, self.home.cache / "verifier", self.config.seed)
+        return self._pool
+
+    def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict]:
+        """Verify in the pool (duplicates judged once), record candidates and verdicts, return in order."""
+        unique = {c.id: (p, c) for p, c in pairs}
+        verdicts: dict[str, Verdict] = {}
+        with progress_bar(description, len(unique)) as advance:
+            for v in self.pool.verify_many(unique.values(), on_verdict=lambda _: advance(1)):
+                verdicts[v.candidate_id] = v
+        self.warehouse.add_candidates(self.run_id, [c for _, c in unique.values()])
+        r = self.config.reward
+        self.warehouse.add_verdicts(self.run_id, [(v, correctness_first_reward(v, r.lam, r.nu_max))
+                                                  for v in verdicts.values()])
+        return [verdicts[c.id] for _, c in pairs]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+
+_live_progress: Progress | None = None
+
+
+@contextmanager
+def progress_bar(description: str, total: int | None) -> Iterator:
+    """A rich progress bar; yields `advance(n)`. Nested bars share one live display."""
+    global _live_progress
+    owner = _live_progress is None
+    if owner:
+        columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+        _live_progress = Progress(*columns, console=console,
+                                  disable=os.environ.get("KERNELDOJO_PROGRESS") == "0")
+        _live_progress.start()
+    progress = _live_progress
+    task_id = progress.add_task(description, total=total)
+    try:
+        yield lambda n=1: progress.advance(task_id, n)
+    finally:
+        if owner:
+            progress.stop()
+            _live_progress = None
+        else:
+            progress.remove_task(task_id)
+
+
+@contextmanager
+def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str],
+              pipeline_mlflow_run_id: str | None = None, pipeline_run_id: str | None = None) -> Iterator[StageContext]:
+    """Record a stage run around its body: warehouse row + nested MLflow run; failed on any exception.
+
+    Outputs a later stage reads are only taken from runs that end `succeeded`.
+    """
+    home = Home.of(config)
+    warehouse = Warehouse(home.warehouse_path)
+    for parent in parent_ids:  # never build on a failed or running parent, nor on the wrong stage
+        warehouse.succeeded_run(parent, stage=UPSTREAM.get(stage))
+    tracker = Tracker(home.root)
+    resolved = config.stage_config(stage)
+    run = warehouse.begin_stage_run(stage, resolved, config_hash(resolved), parent_ids, pipeline_run_id)
+    logger = tracker.start_run(f"{stage}:{run.id}", params=resolved, parent_run_id=pipeline_mlflow_run_id,
+                               tags={"kerneldojo.stage": stage, "kerneldojo.stage_run_id": run.id,
+                                     "kerneldojo.parents": ",".join(parent_ids)})
+    warehouse.set_mlflow_run(run.id, logger.run_id)
+    ctx = StageContext(stage, run.id, config, home, warehouse, logger)
+    started = time.perf_counter()
+    console.rule(f"[bold cyan]{stage}[/] {run.id}")
+    try:
+        yield ctx
+    except BaseException as exc:
+        ctx.close()
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        warehouse.finish_stage_run(run.id, StageStatus.failed, error=error[:4000], summary=ctx.summary)
+        logger.set_tags({"kerneldojo.error": error[:5000]})
+        logger.finish(ok=False)
+        console.print(f"[red]{stage} {run.id} failed:[/] {error}")
+        raise
+    ctx.close()
+    ctx.summary["wall_seconds"] = round(time.perf_counter() - started, 2)
+    logger.log_metrics({"stage/wall_seconds": ctx.summary["wall_seconds"]})
+    warehouse.finish_stage_run(run.id, StageStatus.succeeded, summary=ctx.summary)
+    logger.log_json(ctx.summary, "summary.json")
+    logger.finish(ok=True)
+    console.print(f"[green]{stage} {run.id} succeeded[/] in {ctx.summary['wall_seconds']:.1f} s "
+                  f"{json.dumps({k: v for k, v in ctx.summary.items() if k != 'wall_seconds'}, default=str)[:300]}")

@@ -1,0 +1,62 @@
+"""Stage `sft`: a tiny Qwen2-style model and its tokenizer, trained on the verified corpus."""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from schemas.config import PipelineConfig
+from schemas.records import Verdict, VerdictCategory
+from tasks.common import progress_bar, stage_run
+from tasks.plots import close, line_chart
+from training.model import build_model, load_policy, resolve_device, save_policy, train_tokenizer
+from training.prompts import feedback_message
+from training.sft import as_examples, total_steps, train_sft
+
+
+def _feedback_samples() -> list[str]:
+    """Feedback turns the policy will read in RL, so the tokenizer learns their phrasing too."""
+    return [feedback_message(Verdict(candidate_id="", problem_id="", compiled=c != VerdictCategory.compile_error,
+                                     correct=False, legal=True, pass_fraction=0.0, category=c, detail=""))
+            for c in VerdictCategory]
+
+
+def run_sft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str | None = None,
+            pipeline_run_id: str | None = None) -> str:
+    with stage_run("sft", config, [from_run], pipeline_mlflow_run_id, pipeline_run_id) as ctx:
+        cfg = config.sft
+        rows = ctx.warehouse.sft_examples(ctx.warehouse.ancestor(from_run, "distill").id)
+        examples = as_examples(rows)
+        device = resolve_device(config.device)
+        if cfg.model.init_from:
+            model, tokenizer = load_policy(cfg.model.init_from, device)
+        else:
+            corpus = [m["content"] for e in examples for m in e.messages] + [e.completion for e in examples]
+            tokenizer = train_tokenizer(corpus + _feedback_samples(), cfg.model.vocab_size)
+            model = build_model(cfg.model, tokenizer, config.seed).to(device)
+        losses: list[tuple[float, float]] = []
+
+        def on_metrics(metrics: dict[str, float], step: int) -> None:
+            ctx.mlflow.log_metrics({f"train/{k}": v for k, v in metrics.items()}, step=step)
+            if "loss" in metrics:
+                losses.append((step, metrics["loss"]))
+
+        with progress_bar("sft steps", total_steps(len(examples), cfg.batch_size, cfg.epochs)) as advance:
+            result = train_sft(model, tokenizer, examples, epochs=cfg.epochs, learning_rate=cfg.learning_rate,
+                               batch_size=cfg.batch_size, max_length=cfg.max_length, warmup_ratio=cfg.warmup_ratio,
+                               seed=config.seed, on_metrics=on_metrics, on_step=advance)
+        path = save_policy(model, tokenizer, ctx.artifacts / "policy")
+        ctx.warehouse.add_checkpoint(ctx.run_id, "final", path, result.steps)
+        fig = line_chart({"loss": losses}, "SFT loss", "step", "loss")
+        ctx.mlflow.log_figure(fig, "sft_loss.png")
+        close(fig)
+        ctx.mlflow.log_artifact(path, "policy")
+        params = sum(p.numel() for p in model.parameters())
+        ctx.mlflow.log_metrics({"examples": result.examples_used, "examples_skipped": result.examples_skipped,
+                                "final_loss": result.final_loss, "parameters": params, "vocab_size": len(tokenizer)})
+        ctx.summary.update(examples=result.examples_used, steps=result.steps, final_loss=round(result.final_loss, 4),
+                           parameters=params)
+        return ctx.run_id
+
+
+sft_task = task(run_sft, name="sft", cache_policy=NO_CACHE)

@@ -1,0 +1,117 @@
+"""MLflow tracking: one parent run per pipeline run, one nested run per stage run.
+
+Uses `MlflowClient` with explicit run ids rather than the fluent API, whose active
+run is thread-local: Prefect runs tasks in worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import Metric, Param, RunStatus
+from mlflow.tracking import MlflowClient
+
+_METRIC_NAME = re.compile(r"[^A-Za-z0-9_\-./ ]")
+EXPERIMENT = "kerneldojo"
+
+
+def sanitize(name: str) -> str:
+    return _METRIC_NAME.sub("_", name)[:250]
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[sanitize(name)] = json.dumps(value, default=str) if not isinstance(value, str) else value
+    return out
+
+
+def default_tracking_uri(home: Path) -> str:
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(home / 'mlflow.db').resolve()}"
+
+
+class Tracker:
+    """Creates and writes MLflow runs for a pipeline and its stages."""
+
+    def __init__(self, home: Path, tracking_uri: str | None = None, experiment: str = EXPERIMENT):
+        self.tracking_uri = tracking_uri or default_tracking_uri(home)
+        self.client = MlflowClient(tracking_uri=self.tracking_uri)
+        found = self.client.get_experiment_by_name(experiment)
+        if found is None:
+            artifacts = (home / "mlartifacts").resolve()
+            artifacts.mkdir(parents=True, exist_ok=True)
+            self.experiment_id = self.client.create_experiment(experiment, artifact_location=artifacts.as_uri())
+        else:
+            self.experiment_id = found.experiment_id
+
+    def start_run(self, name: str, params: dict[str, Any] | None = None, parent_run_id: str | None = None,
+                  tags: dict[str, str] | None = None) -> "RunLogger":
+        all_tags = dict(tags or {})
+        if parent_run_id:
+            all_tags["mlflow.parentRunId"] = parent_run_id
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=all_tags)
+        logger = RunLogger(self.client, run.info.run_id)
+        if params:
+            logger.log_params(params)
+        return logger
+
+    def ui_command(self) -> str:
+        return f"mlflow ui --backend-store-uri {self.tracking_uri}"
+
+
+class RunLogger:
+    """Params, metrics and artifacts of one MLflow run."""
+
+    def __init__(self, client: MlflowClient, run_id: str):
+        self.client = client
+        self.run_id = run_id
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        flat = flatten(params)
+        items = [Param(k, v[:6000]) for k, v in flat.items()]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, params=items[i:i + 100])
+
+    def log_metrics(self, metrics: dict[str, float | int | None], step: int = 0) -> None:
+        import time
+
+        now = int(time.time() * 1000)
+        items = [Metric(sanitize(k), float(v), now, step) for k, v in metrics.items()
+                 if v is not None and v == v]  # skip None and NaN
+        for i in range(0, len(items), 500):
+            self.client.log_batch(self.run_id, metrics=items[i:i + 500])
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        for k, v in tags.items():
+            self.client.set_tag(self.run_id, k, v)
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        path = Path(path)
+        if path.is_dir():
+            self.client.log_artifacts(self.run_id, str(path), artifact_path)
+        else:
+            self.client.log_artifact(self.run_id, str(path), artifact_path)
+
+    def log_text(self, text: str, name: str) -> None:
+        self.client.log_text(self.run_id, text, name)
+
+    def log_json(self, obj: Any, name: str) -> None:
+        self.client.log_text(self.run_id, json.dumps(obj, indent=2, default=str), name)
+
+    def log_figure(self, figure, name: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / Path(name).name
+            figure.savefig(path, dpi=110, bbox_inches="tight")
+            self.log_artifact(path, str(Path(name).parent) if Path(name).parent != Path(".") else None)
+
+    def finish(self, ok: bool) -> None:
+        self.client.set_terminated(self.run_id, RunStatus.to_string(RunStatus.FINISHED if ok else RunStatus.FAILED))
