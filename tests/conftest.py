@@ -1,0 +1,42 @@
+"""Shared fixtures. Environment is set before Prefect, MLflow or torch are imported anywhere."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="kerneldojo-tests-"))
+os.environ.setdefault("PREFECT_HOME", str(_SESSION_DIR / "prefect"))
+os.environ["KERNELDOJO_PROGRESS"] = "0"
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.pop("MLFLOW_TRACKING_URI", None)
+os.environ.pop("KERNELDOJO_HOME", None)
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def session_dir() -> Path:
+    return _SESSION_DIR
+
+
+@pytest.fixture(scope="session")
+def verifier_cache(session_dir) -> Path:
+    """Shared across tests so the precompiled prelude is built once per session."""
+    path = session_dir / "verifier-cache"
+    path.mkdir(exist_ok=True)
+    return path

@@ -1,0 +1,52 @@
+from pathlib import Path
+
+import pytest
+
+from schemas.config import ConfigError, PipelineConfig, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_tiny_yaml_is_the_embedded_default():
+    assert load_config(ROOT / "configs" / "tiny.yaml") == load_config(None) == PipelineConfig()
+
+
+def test_unknown_key_is_one_error_naming_the_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("sft:\n  epocs: 3\nverifier:\n  trials: 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "sft.epocs: unknown key" in str(err.value)
+
+
+def test_wrong_type_names_the_key(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("leap_rl:\n  group_size: many\n")
+    with pytest.raises(ConfigError, match=r"leap_rl\.group_size"):
+        load_config(path)
+
+
+def test_malformed_yaml_and_missing_file(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("sft: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_overrides_apply_and_validate():
+    cfg = load_config(None, ["sft.epochs=2", "verifier.trials=5", "synthesize.ops=[Add, Mul]"])
+    assert cfg.sft.epochs == 2 and cfg.verifier.trials == 5 and cfg.synthesize.ops == ["Add", "Mul"]
+    with pytest.raises(ConfigError, match="leap_rl"):
+        load_config(None, ["leap_rl.tau_min=4", "leap_rl.tau_max=1"])
+    with pytest.raises(ConfigError, match="key.sub=value"):
+        load_config(None, ["sft.epochs"])
+
+
+def test_stage_config_holds_the_stage_and_shared_sections():
+    cfg = PipelineConfig()
+    resolved = cfg.stage_config("rft")
+    assert set(resolved) == {"rft", "seed", "device", "verifier", "reward"}
+    with pytest.raises(ConfigError, match="unknown stage"):
+        cfg.stage_config("pretrain")
