@@ -52,7 +52,7 @@ class NNSmithSession:
         cache_dir.mkdir(parents=True, exist_ok=True)
         narrow_spec.NNSMITH_CACHE_DIR = str(cache_dir)  # never ~/.cache: the run owns its caches
         model_type = Model.init("torch", backend_target="cpu")
-        opset = narrow_spec.auto_opset(model_type, None)
+        opset = _probe_opset(narrow_spec, model_type)
         available = {op.__name__ for op in opset}
         if ops:
             unknown = sorted(set(ops) - available)
@@ -60,6 +60,24 @@ class NNSmithSession:
                 raise SynthesisError(f"unknown NNSmith ops {unknown}; available: {sorted(available)}")
             opset = [op for op in opset if op.__name__ in set(ops)]
         return cls(model_type, opset)
+
+
+def _probe_opset(narrow_spec, model_type) -> list[Any]:
+    """NNSmith's first-use probe of every op draws random shapes from the global `random` and
+    sometimes trips its own sanity checks: probe deterministically, retrying with other seeds."""
+    from nnsmith.error import InternalError
+
+    state = random.getstate()
+    try:
+        for attempt in range(8):
+            random.seed(attempt)
+            try:
+                return narrow_spec.auto_opset(model_type, None)
+            except InternalError as exc:
+                last = exc
+        raise SynthesisError(f"NNSmith could not probe its operator set: {last}")
+    finally:
+        random.setstate(state)
 
 
 def nnsmith_graph(session: NNSmithSession, seed: int, config: SynthesizeConfig) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:

@@ -42,6 +42,8 @@ class VerifierConfig(StrictModel):
     max_detail_chars: int = Field(1500, ge=200)
     use_cache: bool = True
     fast_build: bool = Field(True, description="precompiled-header build path instead of plain load_inline")
+    cache_dir: str | None = Field(None, description="build + verdict cache; default <home>/cache/verifier "
+                                  "(share one across homes to build the precompiled header once)")
 
 
 class RewardConfig(StrictModel):

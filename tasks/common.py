@@ -74,7 +74,8 @@ class StageContext:
     @property
     def pool(self) -> LocalVerifierPool:
         if self._pool is None:
-            self._pool = LocalVerifierPool(self.config.verifier, self.home.cache / "verifier", self.config.seed)
+            cache = Path(self.config.verifier.cache_dir or self.home.cache / "verifier")
+            self._pool = LocalVerifierPool(self.config.verifier, cache, self.config.seed)
         return self._pool
 
     def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict]:

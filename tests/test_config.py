@@ -50,3 +50,18 @@ def test_stage_config_holds_the_stage_and_shared_sections():
     assert set(resolved) == {"rft", "seed", "device", "verifier", "reward"}
     with pytest.raises(ConfigError, match="unknown stage"):
         cfg.stage_config("pretrain")
+
+
+def test_prefect_yaml_declares_the_pipeline_and_every_stage():
+    import yaml
+
+    from schemas.config import STAGES
+
+    spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    deployments = spec["deployments"]
+    pipeline = [d for d in deployments if d["entrypoint"] == "flows/pipeline.py:pipeline"]
+    assert len(pipeline) == 1 and pipeline[0]["schedules"][0]["cron"]
+    staged = {d["parameters"]["name"] for d in deployments if d["entrypoint"] == "flows/stages.py:stage"}
+    assert staged == set(STAGES)
+    for d in deployments:  # every deployment's config loads
+        load_config(ROOT / d["parameters"]["config_path"])

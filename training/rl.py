@@ -91,11 +91,11 @@ class PolicyTrainer:
                     ref_logp = torch.stack([F.pad(ref[i], (0, width - len(ref[i]))) for i in chunk])
                     kl = (k3_kl(logp, ref_logp) * mask).sum() / mask.sum().clamp(min=1.0)
                     loss = loss + cfg.kl_coef * kl
-                    stats["kl"] += float(kl)
+                    stats["kl"] += kl.item()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
                 self.optimizer.step()
-                stats["loss"] += float(loss)
+                stats["loss"] += loss.item()
                 stats["clip_frac"] += info["clip_frac"]
                 stats["approx_kl"] += info["approx_kl"]
                 updates += 1

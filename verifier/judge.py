@@ -14,6 +14,7 @@ import shutil
 import signal
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,9 @@ class Judge:
     # -- static checks: milliseconds, no process --------------------------------------------
     def _static(self, source: str) -> _Outcome | None:
         try:
-            tree = ast.parse(source)
+            with warnings.catch_warnings():  # a model's junk should not spam the log
+                warnings.simplefilter("ignore", SyntaxWarning)
+                tree = ast.parse(source)
         except SyntaxError as exc:
             return _Outcome(VerdictCategory.compile_error,
                             f"Python SyntaxError at line {exc.lineno}: {exc.msg}\n{(exc.text or '').rstrip()}")

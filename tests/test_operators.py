@@ -1,0 +1,98 @@
+"""NNSmith synthesis, shape hints and the template teacher, for real."""
+
+import subprocess
+import sys
+
+import pytest
+
+from operators.hints import extract_hints, render_hints
+from operators.synthesis import SynthesisError, synthesize_problems, validate_reference
+from schemas.config import SynthesizeConfig
+from schemas.records import Problem, Split
+from training.prompts import extract_code, user_prompt
+from training.teacher import TemplateTeacher
+
+
+@pytest.fixture(scope="module")
+def problems(session_dir):
+    cfg = SynthesizeConfig(num_problems=8, test_fraction=0.25)
+    found, report = synthesize_problems(cfg, seed=3, cache_dir=session_dir / "synth")
+    return found, report, cfg
+
+
+def test_synthesis_is_distinct_valid_and_split(problems):
+    found, report, _ = problems
+    assert len(found) == 8 and len({p.id for p in found}) == 8
+    assert report.kept == 8 and report.attempts >= 8
+    assert sum(p.split == Split.test for p in found) == 2
+    for p in found:
+        assert "nnsmith" not in p.reference.replace("NNSmith graph", "")
+        assert validate_reference(p.reference) is None
+        assert p.op_families and 1 <= p.difficulty <= 3
+
+
+def test_synthesis_is_reproducible(problems, session_dir):
+    found, _, cfg = problems
+    again, _ = synthesize_problems(cfg, seed=3, cache_dir=session_dir / "synth")
+    assert [p.id for p in again] == [p.id for p in found]
+
+
+def test_reference_runs_without_nnsmith(problems, tmp_path):
+    source = problems[0][0].reference
+    script = tmp_path / "ref.py"
+    script.write_text("import sys\nsys.modules['nnsmith'] = None  # importing it now fails\n" + source +
+                      "\nm = Model(*get_init_inputs())\nout = m(*get_inputs())\nprint('ok')\n")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("ok")
+
+
+def test_unknown_op_is_a_clear_error(session_dir):
+    with pytest.raises(SynthesisError, match="unknown NNSmith ops"):
+        synthesize_problems(SynthesizeConfig(num_problems=1, ops=["NotAnOp"]), 0, session_dir / "synth")
+
+
+TRANSPOSED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x.t())
+
+
+def get_inputs():
+    return [torch.randn(4, 6)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_hints_report_shapes_strides_and_contiguity():
+    problem = Problem(id="t", source="test", reference=TRANSPOSED)
+    hints = extract_hints(problem)
+    by_op = {h.op: h for h in hints}
+    assert by_op["input"].shape == [4, 6] and by_op["input"].stride == [6, 1] and by_op["input"].contiguous
+    assert by_op["aten.t"].shape == [6, 4] and by_op["aten.t"].stride == [1, 6] and not by_op["aten.t"].contiguous
+    text = render_hints(hints)
+    assert "float32[6, 4] stride [1, 6] non-contiguous" in text
+    assert "Shape hints" in user_prompt(problem.model_copy(update={"hints": hints}), "cpu")
+
+
+def test_teacher_solves_synthesized_problems_and_refuses_what_it_cannot(problems):
+    teacher = TemplateTeacher()
+    found, _, _ = problems
+    outputs = [teacher.solve(p, "cpu") for p in found]
+    assert all(o.completion for o in outputs), [o.refusal for o in outputs]
+    code = extract_code(outputs[0].completion)
+    assert "class ModelNew" in code and "load_inline" in code and "1. Operators" in outputs[0].completion
+    matmul = TRANSPOSED.replace("torch.relu(x.t())", "x @ x.t()")
+    refused = teacher.solve(Problem(id="m", source="test", reference=matmul), "cpu")
+    assert refused.completion is None and "no template" in refused.refusal
+    assert teacher.solve(found[0], "cuda").refusal

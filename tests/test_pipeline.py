@@ -1,0 +1,138 @@
+"""The whole DAG end to end through Prefect, DuckDB and MLflow, then single-stage re-runs."""
+
+from collections import defaultdict
+
+import pytest
+from mlflow.tracking import MlflowClient
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.pipeline import pipeline
+from flows.stages import stage
+from schemas import STAGES, load_config
+from tasks.common import Home
+from training.core_algos import dcp_gate, rollout_rank, tournament_reward
+from warehouse.store import Warehouse, WarehouseError
+from warehouse.tracking import default_tracking_uri
+
+import torch
+
+SMALL = ["synthesize.num_problems=8", "synthesize.test_fraction=0.25", "sft.epochs=40",
+         "rft.samples_per_problem=2", "warmup_rl.steps=1", "warmup_rl.prompts_per_step=3",
+         "leap_rl.steps=1", "leap_rl.prompts_per_step=3", "leap_rl.max_turns=2", "evaluate.max_turns=2"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, verifier_cache):
+    home = tmp_path_factory.mktemp("home")
+    overrides = [f"home={home}", f"verifier.cache_dir={verifier_cache}", *SMALL]
+    runs = pipeline(overrides=overrides)
+    config = load_config(None, overrides)
+    return runs, config, overrides, Warehouse(Home.of(config).warehouse_path)
+
+
+def test_every_stage_succeeded_with_lineage_to_synthesize(demo):
+    runs, _, _, wh = demo
+    assert list(runs) == list(STAGES)
+    lineage = [r.stage for r in wh.lineage(runs["evaluate"])]
+    assert lineage == list(reversed(STAGES))
+    assert all(r.status.value == "succeeded" for r in wh.lineage(runs["evaluate"]))
+
+
+def test_every_stage_wrote_its_rows(demo):
+    runs, _, _, wh = demo
+    expected = {
+        "synthesize": ["problems"], "hints": ["problems"], "distill": ["candidates", "verdicts", "sft_examples"],
+        "sft": ["checkpoints"], "rft": ["candidates", "verdicts", "checkpoints"],
+        "warmup_rl": ["candidates", "verdicts", "trajectories", "checkpoints"],
+        "leap_rl": ["candidates", "verdicts", "trajectories", "checkpoints"],
+        "evaluate": ["candidates", "verdicts", "eval_results"],
+    }
+    for stage_name, tables in expected.items():
+        for table in tables:
+            assert wh.count(table, runs[stage_name]) > 0, f"{stage_name} wrote no {table}"
+    hinted = wh.problems(runs["hints"])
+    assert len(hinted) == 8 and all(p.hints for p in hinted)
+    assert len(wh.problems(runs["hints"], split="test")) == 2
+    assert wh.checkpoint(runs["leap_rl"]).joinpath("config.json").exists()
+
+
+def test_leap_trajectories_follow_the_equations(demo):
+    runs, config, _, wh = demo
+    cfg = config.leap_rl
+    groups = defaultdict(list)
+    for row in wh.trajectory_rows(runs["leap_rl"]):
+        groups[row["group_id"]].append(row)
+    assert len(groups) == cfg.prompts_per_step
+    for rows in groups.values():
+        rows.sort(key=lambda r: r["rollout_index"])
+        assert len(rows) == cfg.group_size
+        # the warehouse stores the 0-based turn of the first pass (None = never): turn 0 passed <=> value 0
+        first_failed = torch.tensor([[r["passed_turn"] != 0 for r in rows]])
+        gate = bool(dcp_gate(first_failed, cfg.tau_min, cfg.tau_max)[0])
+        assert all(r["gated"] == gate for r in rows)
+        if not gate:
+            assert all(r["num_turns"] == 1 for r in rows)
+        passed_turn = torch.tensor([(r["passed_turn"] + 1) if r["passed_turn"] is not None else 0 for r in rows])
+        ranks = rollout_rank(passed_turn, cfg.max_turns)
+        assert [r["rank"] for r in rows] == ranks.tolist()
+        assert torch.allclose(torch.tensor([r["reward"] for r in rows]), tournament_reward(ranks.view(1, -1))[0])
+
+
+def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
+    runs, config, _, wh = demo
+    client = MlflowClient(default_tracking_uri(Home.of(config).root))
+    experiment = client.get_experiment_by_name("kerneldojo")
+    all_runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in all_runs if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in all_runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(parents) == 1
+    assert {r.data.tags["kerneldojo.stage"] for r in children} == set(STAGES)
+    assert all(r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for r in children)
+    sft = next(r for r in children if r.data.tags["kerneldojo.stage"] == "sft")
+    assert sft.data.params["sft.epochs"] == "40.0" and "train/loss" in sft.data.metrics
+    assert wh.stage_run(runs["sft"]).mlflow_run_id == sft.info.run_id
+
+
+def test_rerun_one_stage_from_an_earlier_run(demo):
+    runs, _, overrides, wh = demo
+    before = {t: wh.count(t, runs["rft"]) for t in ("candidates", "verdicts", "sft_examples", "checkpoints")}
+    new_id = stage(name="rft", from_run=runs["sft"], overrides=overrides)
+    assert new_id != runs["rft"]
+    new = wh.stage_run(new_id)
+    assert new.parent_ids == [runs["sft"]] and new.status.value == "succeeded"
+    assert {t: wh.count(t, runs["rft"]) for t in before} == before  # the old run is untouched
+    assert wh.count("checkpoints", new_id) == 1
+    listing = CliRunner().invoke(app, ["runs", "--stage", "rft", "--config", _config_file(overrides)])
+    assert listing.exit_code == 0 and new_id in listing.output and runs["rft"] in listing.output
+
+
+def test_a_crashing_stage_is_marked_failed_and_not_built_upon(demo):
+    runs, _, overrides, wh = demo
+    with pytest.raises(ValueError, match="fits in max_length"):
+        stage(name="sft", from_run=runs["distill"], overrides=[*overrides, "sft.max_length=64"])
+    failed = [r for r in wh.stage_runs("sft") if r.status.value == "failed"]
+    assert len(failed) == 1 and "max_length" in failed[0].error
+    with pytest.raises(WarehouseError, match="failed"):
+        stage(name="rft", from_run=failed[0].id, overrides=overrides)
+    with pytest.raises(WarehouseError, match="expected a 'sft' run"):
+        stage(name="rft", from_run=runs["hints"], overrides=overrides)
+
+
+def test_cli_reports_bad_config_in_one_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("sft:\n  epoch: 3\n")
+    result = CliRunner().invoke(app, ["run", "--config", str(bad)])
+    assert result.exit_code == 2 and "sft.epoch: unknown key" in result.output
+
+
+def _config_file(overrides: list[str]) -> str:
+    import tempfile
+
+    import yaml
+
+    cfg = load_config(None, overrides)
+    path = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    yaml.safe_dump(cfg.model_dump(), path)
+    path.close()
+    return path.name
