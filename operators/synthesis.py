@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,14 +46,18 @@ class NNSmithSession:
         for name in _NNSMITH_LOGGERS:  # its op probing logs every unsupported dtype as a warning
             logging.getLogger(name).setLevel(logging.ERROR)
         try:
-            import nnsmith.narrow_spec as narrow_spec
-            from nnsmith.materialize import Model
+            with warnings.catch_warnings():  # "install pygraphviz", complex casts while probing ops
+                warnings.simplefilter("ignore", UserWarning)
+                import nnsmith.narrow_spec as narrow_spec
+                from nnsmith.materialize import Model
         except ImportError as exc:  # pragma: no cover - nnsmith is a core dependency
             raise SynthesisError("nnsmith is not installed: pip install nnsmith==0.1.0") from exc
         cache_dir.mkdir(parents=True, exist_ok=True)
         narrow_spec.NNSMITH_CACHE_DIR = str(cache_dir)  # never ~/.cache: the run owns its caches
         model_type = Model.init("torch", backend_target="cpu")
-        opset = _probe_opset(narrow_spec, model_type)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            opset = _probe_opset(narrow_spec, model_type)
         available = {op.__name__ for op in opset}
         if ops:
             unknown = sorted(set(ops) - available)

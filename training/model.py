@@ -15,6 +15,9 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from transformers.utils import logging as hf_logging
+
+hf_logging.disable_progress_bar()  # checkpoint load/save bars would interleave with the stage bars
 
 from schemas.config import ModelConfig
 
