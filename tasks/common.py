@@ -25,6 +25,7 @@ from warehouse.store import Warehouse
 from warehouse.tracking import RunLogger, Tracker
 
 console = Console(stderr=True)
+SAMPLES_PER_CATEGORY = 3  # generated kernels per verdict category kept as an MLflow artifact
 log = logging.getLogger("kerneldojo")
 
 
@@ -65,6 +66,7 @@ class StageContext:
     warehouse: Warehouse
     mlflow: RunLogger
     summary: dict[str, Any] = field(default_factory=dict)
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # verdict category -> examples
     _pool: LocalVerifierPool | None = None
 
     @property
@@ -89,7 +91,21 @@ class StageContext:
         r = self.config.reward
         self.warehouse.add_verdicts(self.run_id, [(v, correctness_first_reward(v, r.lam, r.nu_max))
                                                   for v in verdicts.values()])
+        for problem, cand in unique.values():
+            kept = self.samples.setdefault(verdicts[cand.id].category.value, [])
+            if len(kept) < SAMPLES_PER_CATEGORY:
+                kept.append({"problem": problem.name or problem.id, "candidate_id": cand.id,
+                             "verdict": verdicts[cand.id].model_dump(mode="json"), "source": cand.source})
         return [verdicts[c.id] for _, c in pairs]
+
+    def save_policy(self, model, tokenizer, step: int) -> Path:
+        """The stage's final checkpoint: on disk under artifacts/, in the warehouse, and in MLflow."""
+        from training.model import save_policy
+
+        path = save_policy(model, tokenizer, self.artifacts / "policy")
+        self.warehouse.add_checkpoint(self.run_id, "final", path, step)
+        self.mlflow.log_artifact(path, "policy")
+        return path
 
     def close(self) -> None:
         if self._pool is not None:
@@ -153,6 +169,8 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str],
         console.print(f"[red]{stage} {run.id} failed:[/] {error}")
         raise
     ctx.close()
+    if ctx.samples:
+        logger.log_json(ctx.samples, "sample_kernels.json")
     ctx.summary["wall_seconds"] = round(time.perf_counter() - started, 2)
     logger.log_metrics({"stage/wall_seconds": ctx.summary["wall_seconds"]})
     warehouse.finish_stage_run(run.id, StageStatus.succeeded, summary=ctx.summary)

@@ -44,8 +44,6 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
                                 "verified": len(examples), "coverage": len(examples) / max(len(problems), 1),
                                 **{f"verdict/{k}": n for k, n in categories.items()},
                                 **{f"refusal/{k}": n for k, n in refusals.items()}})
-        ctx.mlflow.log_json([{"problem": p.name, "verdict": v.model_dump(mode="json"), "source": c.source}
-                             for (p, c, _), v in list(zip(solved, verdicts))[:5]], "sample_kernels.json")
         if not examples:
             raise RuntimeError(f"the teacher produced no verified solution for {len(problems)} problems "
                                f"(refusals: {dict(refusals)}, verdicts: {dict(categories)})")

@@ -7,7 +7,7 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas.config import PipelineConfig
 from tasks.common import progress_bar, stage_run
-from training.model import load_policy, resolve_device, save_policy
+from training.model import load_policy, resolve_device
 from training.prompts import prompt_messages
 from training.rft import Sample, select_diverse
 from training.rollout import HFRolloutEngine, multi_turn_rollouts
@@ -45,8 +45,7 @@ def run_rft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
                                batch_size=cfg.batch_size, max_length=cfg.max_length, seed=config.seed,
                                on_metrics=lambda m, s: ctx.mlflow.log_metrics({f"train/{k}": v for k, v in m.items()}, s),
                                on_step=advance)
-        path = save_policy(model, tokenizer, ctx.artifacts / "policy")
-        ctx.warehouse.add_checkpoint(ctx.run_id, "final", path, result.steps)
+        ctx.save_policy(model, tokenizer, result.steps)
         passed = sum(s.verdict.passed for s in samples)
         metrics = {"samples": len(samples), "sample_pass_rate": passed / max(len(samples), 1),
                    "kept": len(kept), "problems_with_kept": len({s.problem_id for s in kept}),

@@ -8,7 +8,7 @@ from prefect.cache_policies import NO_CACHE
 from schemas.config import PipelineConfig
 from tasks.common import StageContext, progress_bar, stage_run
 from tasks.plots import close, line_chart
-from training.model import load_policy, resolve_device, save_policy
+from training.model import load_policy, resolve_device
 from training.rl import PolicyTrainer, StepResult, leap_step, sample_problems, warmup_step
 from training.rollout import HFRolloutEngine
 
@@ -32,8 +32,7 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str, pipeline_mlflow
                 ctx.mlflow.log_metrics(result.metrics, step=step)
                 history.append(result.metrics)
                 advance_step(1)
-        path = save_policy(model, tokenizer, ctx.artifacts / "policy")
-        ctx.warehouse.add_checkpoint(ctx.run_id, "final", path, cfg.steps)
+        ctx.save_policy(model, tokenizer, cfg.steps)
         fig = line_chart({"first-turn pass rate": [(i, m["pass_rate/turn_1"]) for i, m in enumerate(history)],
                           "mean reward": [(i, m["reward/mean"]) for i, m in enumerate(history)]},
                          f"{stage}", "step", "value")

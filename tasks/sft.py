@@ -9,7 +9,7 @@ from schemas.config import PipelineConfig
 from schemas.records import Verdict, VerdictCategory
 from tasks.common import progress_bar, stage_run
 from tasks.plots import close, line_chart
-from training.model import build_model, load_policy, resolve_device, save_policy, train_tokenizer
+from training.model import build_model, load_policy, resolve_device, train_tokenizer
 from training.prompts import feedback_message
 from training.sft import as_examples, total_steps, train_sft
 
@@ -45,12 +45,10 @@ def run_sft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
             result = train_sft(model, tokenizer, examples, epochs=cfg.epochs, learning_rate=cfg.learning_rate,
                                batch_size=cfg.batch_size, max_length=cfg.max_length, warmup_ratio=cfg.warmup_ratio,
                                seed=config.seed, on_metrics=on_metrics, on_step=advance)
-        path = save_policy(model, tokenizer, ctx.artifacts / "policy")
-        ctx.warehouse.add_checkpoint(ctx.run_id, "final", path, result.steps)
+        ctx.save_policy(model, tokenizer, result.steps)
         fig = line_chart({"loss": losses}, "SFT loss", "step", "loss")
         ctx.mlflow.log_figure(fig, "sft_loss.png")
         close(fig)
-        ctx.mlflow.log_artifact(path, "policy")
         params = sum(p.numel() for p in model.parameters())
         ctx.mlflow.log_metrics({"examples": result.examples_used, "examples_skipped": result.examples_skipped,
                                 "final_loss": result.final_loss, "parameters": params, "vocab_size": len(tokenizer)})

@@ -92,6 +92,11 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     sft = next(r for r in children if r.data.tags["kerneldojo.stage"] == "sft")
     assert sft.data.params["sft.epochs"] == "40.0" and "train/loss" in sft.data.metrics
     assert wh.stage_run(runs["sft"]).mlflow_run_id == sft.info.run_id
+    artifacts = {stage_name: {a.path for a in client.list_artifacts(r.info.run_id)}
+                 for r in children for stage_name in [r.data.tags["kerneldojo.stage"]]}
+    assert {"policy", "sft_loss.png", "summary.json"} <= artifacts["sft"]
+    assert {"sample_kernels.json", "op_families.png"} <= artifacts["distill"] | artifacts["synthesize"]
+    assert "sample_kernels.json" in artifacts["leap_rl"] and "accuracy_by_turn.png" in artifacts["evaluate"]
 
 
 def test_rerun_one_stage_from_an_earlier_run(demo):
