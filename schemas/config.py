@@ -32,13 +32,14 @@ class StrictModel(BaseModel):
 class VerifierConfig(StrictModel):
     backend: Literal["cpu", "cuda"] = "cpu"
     workers: int = Field(0, ge=0, description="0 = one per core (cpu) or per GPU (cuda)")
-    trials: int = Field(3, ge=1, description="correctness trials, each with fresh inputs and seed")
+    trials: int = Field(5, ge=1, description="correctness trials, each with fresh inputs and seed")
     tolerance: Literal["default", "kernelbench"] = "default"
     compile_timeout_s: float = Field(180.0, gt=0)
     run_timeout_s: float = Field(20.0, gt=0)
     memory_limit_mb: int = Field(8192, ge=256)
     timing_runs: int = Field(10, ge=1)
     timing_warmup: int = Field(2, ge=0)
+    compare_torch_compile: bool = Field(True, description="cuda: also time the reference under torch.compile")
     max_detail_chars: int = Field(1500, ge=200)
     use_cache: bool = True
     fast_build: bool = Field(True, description="precompiled-header build path instead of plain load_inline")

@@ -67,7 +67,7 @@ def good(body: str = CORRECT_BODY) -> str:
 CANDIDATES = {
     "pass": good(),
     "wrong_output": good("o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[0];"),
-    # correct on the first call only: 1 of 3 trials passes
+    # correct on the first call only: 1 of 5 trials passes
     "partial": good("static int calls = 0; if (i == 0) ++calls; "
                     "o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m] + (calls > 1 ? 1.0f : 0.0f);"),
     "unwritten": good("if (i > 0) o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m];"),

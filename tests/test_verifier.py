@@ -20,7 +20,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def verdicts(verifier_cache):
-    cfg = load_config(None, ["verifier.run_timeout_s=4", "verifier.workers=2", "verifier.use_cache=false"]).verifier
+    cfg = load_config(None, ["verifier.run_timeout_s=4", "verifier.workers=2", "verifier.use_cache=false", "verifier.trials=5"]).verifier
     with LocalVerifierPool(cfg, verifier_cache) as pool:
         pairs = [(problem(), candidate(name)) for name in EXPECTED]
         by_id = {v.candidate_id: v for v in pool.verify_many(pairs)}
@@ -40,7 +40,7 @@ def test_pass_is_correct_legal_and_timed(verdicts):
 
 
 def test_partial_pass_fraction(verdicts):
-    assert verdicts["partial"].pass_fraction == pytest.approx(1 / 3)
+    assert verdicts["partial"].pass_fraction == pytest.approx(1 / 5)  # correct on the first of 5 trials
     assert verdicts["wrong_output"].pass_fraction == 0.0
 
 

@@ -51,6 +51,7 @@ class _Outcome:
     q: float = 0.0
     rule: str | None = None
     speedup: float | None = None
+    speedup_compile: float | None = None
     compile_seconds: float = 0.0
 
 
@@ -63,19 +64,25 @@ class Judge:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.base_seed = base_seed
         self.device = config.backend
-        self.references = ReferenceRunner(self.device)
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("verifier.backend is cuda but no CUDA device is visible; use backend: cpu")
+        self._references: dict[str, ReferenceRunner] = {}
         self._ctx = _forkserver_context()
 
-    @property
-    def device_name(self) -> str:
-        if self.device == "cuda" and torch.cuda.is_available():
-            return torch.cuda.get_device_name()
-        return "cpu"
+    def references(self, device_index: int) -> ReferenceRunner:
+        key = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
+        if key not in self._references:
+            self._references[key] = ReferenceRunner(key)
+        return self._references[key]
+
+    def device_name(self, device_index: int) -> str:
+        return torch.cuda.get_device_name(device_index) if self.device == "cuda" else "cpu"
 
     # -- public ---------------------------------------------------------------------------
-    def verify(self, problem: Problem, candidate: Candidate) -> Verdict:
+    def verify(self, problem: Problem, candidate: Candidate, device_index: int = 0) -> Verdict:
+        """Judge one candidate; on cuda, on GPU `device_index` (the pool hands each slot its own GPU)."""
         start = time.perf_counter()
-        outcome = self._static(candidate.source) or self._dynamic(problem, candidate)
+        outcome = self._static(candidate.source) or self._dynamic(problem, candidate, device_index)
         return Verdict(
             candidate_id=candidate.id,
             problem_id=problem.id,
@@ -86,9 +93,10 @@ class Judge:
             category=outcome.category,
             detail=_bound(outcome.detail, self.config.max_detail_chars),
             speedup_vs_eager=outcome.speedup,
+            speedup_vs_compile=outcome.speedup_compile,
             compile_seconds=outcome.compile_seconds,
             run_seconds=max(0.0, time.perf_counter() - start - outcome.compile_seconds),
-            device=self.device_name,
+            device=self.device_name(device_index),
             rule=outcome.rule,
         )
 
@@ -111,9 +119,10 @@ class Judge:
         return None
 
     # -- sandboxed build and run ----------------------------------------------------------
-    def _dynamic(self, problem: Problem, candidate: Candidate) -> _Outcome:
+    def _dynamic(self, problem: Problem, candidate: Candidate, device_index: int) -> _Outcome:
         cfg = self.config
-        trials = [self.references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
+        references = self.references(device_index)
+        trials = [references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
         scratch = Path(tempfile.mkdtemp(prefix=f"cand-{candidate.id[:8]}-", dir=self._scratch_root()))
         job = {
             "source": candidate.source,
@@ -122,9 +131,11 @@ class Judge:
             "fast_build": cfg.fast_build,
             "memory_limit_mb": cfg.memory_limit_mb,
             "device": self.device,
-            "init_inputs": dumps(self.references.init_inputs(problem)),
+            "init_inputs": dumps(references.init_inputs(problem)),
             "init_seed": INIT_SEED,
             "compile_timeout_s": cfg.compile_timeout_s,
+            "device_index": device_index,
+            "cuda_arch": "".join(map(str, torch.cuda.get_device_capability(device_index))) if self.device == "cuda" else None,
         }
         parent_conn, child_conn = self._ctx.Pipe()
         from verifier.sandbox import child_main
@@ -133,7 +144,7 @@ class Judge:
         proc.start()
         child_conn.close()
         try:
-            return self._drive(proc, parent_conn, problem, trials, scratch)
+            return self._drive(proc, parent_conn, problem, trials, scratch, references)
         finally:
             _terminate(proc, parent_conn)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -143,7 +154,7 @@ class Judge:
         root.mkdir(parents=True, exist_ok=True)
         return root
 
-    def _drive(self, proc, conn, problem: Problem, trials, scratch: Path) -> _Outcome:
+    def _drive(self, proc, conn, problem: Problem, trials, scratch: Path, references: ReferenceRunner) -> _Outcome:
         cfg = self.config
         hello = _receive(proc, conn, 120.0)
         if hello is None or hello[0] != "hello":
@@ -172,7 +183,7 @@ class Judge:
         passed = 0
         first_failure = ""
         for index, trial in enumerate(trials):
-            conn.send(("trial", index, dumps(trial.inputs)))
+            conn.send(("trial", index, dumps(_on_cpu(trial.inputs))))
             msg = _receive(proc, conn, cfg.run_timeout_s)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
@@ -203,10 +214,14 @@ class Judge:
             category = VerdictCategory.partial if passed else VerdictCategory.wrong_output
             return _Outcome(category, f"{passed}/{len(trials)} trials correct. First failure: {first_failure}",
                             compiled=True, q=q, compile_seconds=compile_seconds)
-        speedup = self._speedup(proc, conn, problem, trials[0])
-        detail = f"all {len(trials)} trials correct" + (f"; speedup vs eager {speedup:.2f}x" if speedup else "")
+        speedup, speedup_compile = self._speedup(proc, conn, problem, trials[0], references)
+        detail = f"all {len(trials)} trials correct"
+        if speedup:
+            detail += f"; speedup vs eager {speedup:.2f}x"
+        if speedup_compile:
+            detail += f", vs torch.compile {speedup_compile:.2f}x"
         return _Outcome(VerdictCategory.passed, detail, compiled=True, q=1.0, speedup=speedup,
-                        compile_seconds=compile_seconds)
+                        speedup_compile=speedup_compile, compile_seconds=compile_seconds)
 
     def _legality(self, result: dict[str, Any]) -> tuple[str, str] | None:
         bad = forbidden_ops(result["ops"])
@@ -219,22 +234,26 @@ class Judge:
             return "no-own-kernel", "the candidate compiled no extension of its own (load_inline)"
         return None
 
-    def _speedup(self, proc, conn, problem: Problem, trial) -> float | None:
+    def _speedup(self, proc, conn, problem: Problem, trial, references: ReferenceRunner) -> tuple[float | None, float | None]:
+        """Candidate and baselines timed the same way; an implausible speedup is measured once more."""
         cfg = self.config
         budget = cfg.run_timeout_s * (cfg.timing_runs + cfg.timing_warmup)
-        measured = []
-        for _ in range(2):  # a second measurement only when the first is implausible
-            conn.send(("time", dumps(trial.inputs), cfg.timing_warmup, cfg.timing_runs))
+        eager = references.baseline_seconds(problem, trial.inputs, INIT_SEED, cfg.timing_warmup, cfg.timing_runs)
+        compiled = None
+        if self.device == "cuda" and cfg.compare_torch_compile:
+            compiled = references.baseline_seconds(problem, trial.inputs, INIT_SEED, cfg.timing_warmup,
+                                                   cfg.timing_runs, compiled=True)
+        measured: list[float] = []
+        for _ in range(2):
+            conn.send(("time", dumps(_on_cpu(trial.inputs)), cfg.timing_warmup, cfg.timing_runs))
             msg = _receive(proc, conn, budget)
             if msg is None or msg[0] != "timed":
-                return None
-            samples = sorted(msg[1])
-            measured.append(samples[len(samples) // 2])
-            eager = self.references.eager_seconds(problem, trial.inputs, INIT_SEED, cfg.timing_warmup, cfg.timing_runs)
-            speedup = eager / max(measured[-1], 1e-9)
-            if speedup <= SPEEDUP_SANITY_BOUND:
-                return speedup
-        return eager / max(measured)
+                return None, None
+            measured.append(msg[1]["seconds"])
+            if eager / max(measured[-1], 1e-9) <= SPEEDUP_SANITY_BOUND:
+                break
+        seconds = max(measured)  # when re-measured, believe the slower
+        return eager / max(seconds, 1e-9), (compiled / max(seconds, 1e-9)) if compiled else None
 
 
 def _receive(proc, conn, timeout_s: float):
@@ -286,6 +305,10 @@ def _terminate(proc, conn) -> None:
         proc.kill()
         proc.join(timeout=5)
     conn.close()
+
+
+def _on_cpu(values: list[Any]) -> list[Any]:
+    return [v.cpu() if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def _unchanged(before: list[Any], after: list[Any]) -> bool:

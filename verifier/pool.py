@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -71,6 +72,11 @@ class LocalVerifierPool:
         self.cache = VerdictCache(self.cache_dir / "verdicts")
         self.calls = 0  # verifier calls made, cache hits included
         self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="verifier")
+        # One slot per worker; on cuda each slot is a GPU, so no two sandboxes time on the same device.
+        self._slots: queue.Queue[int] = queue.Queue()
+        gpus = max(1, torch.cuda.device_count()) if config.backend == "cuda" else 1
+        for i in range(self.workers):
+            self._slots.put(i % gpus)
 
     def verify(self, problem: Problem, candidate: Candidate) -> Verdict:
         return next(iter(self.verify_many([(problem, candidate)])))
@@ -99,7 +105,11 @@ class LocalVerifierPool:
                 yield verdict
 
     def _judge_and_cache(self, problem: Problem, candidate: Candidate, key: str) -> Verdict:
-        verdict = self.judge.verify(problem, candidate)
+        slot = self._slots.get()
+        try:
+            verdict = self.judge.verify(problem, candidate, device_index=slot)
+        finally:
+            self._slots.put(slot)
         if self.config.use_cache:
             self.cache.put(key, verdict)
         return verdict

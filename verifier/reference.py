@@ -80,10 +80,10 @@ class ReferenceRunner:
     """Caches loaded references, their trial inputs/outputs and eager timings per problem."""
 
     def __init__(self, device: str = "cpu"):
-        self.device = device
+        self.device = device  # "cpu" or "cuda:<index>"
         self._modules: dict[str, ModuleType] = {}
         self._trials: dict[tuple[str, int], Trial] = {}
-        self._eager_seconds: dict[str, float] = {}
+        self._baselines: dict[tuple[str, bool], float | None] = {}
 
     def module(self, problem: Problem) -> ModuleType:
         with _RNG_LOCK:
@@ -117,27 +117,31 @@ class ReferenceRunner:
                 self._trials[key] = Trial(seed, inputs, expected)
             return self._trials[key]
 
-    def eager_seconds(self, problem: Problem, inputs: list[Any], init_seed: int, warmup: int, runs: int) -> float:
-        """Median wall time of the reference in eager mode, single-threaded like a cpu worker."""
+    def baseline_seconds(self, problem: Problem, inputs: list[Any], init_seed: int, warmup: int, runs: int,
+                         compiled: bool = False) -> float | None:
+        """Median time of the reference, eager or under torch.compile, timed like candidates are
+        (verifier/timing.py); single-threaded on cpu, like a cpu sandbox. None if compile fails."""
+        from verifier.timing import time_calls
+
+        key = (problem.id, compiled)
         with _RNG_LOCK:
-            if problem.id not in self._eager_seconds:
+            if key not in self._baselines:
                 threads = torch.get_num_threads()
-                torch.set_num_threads(1)
+                if self.device == "cpu":
+                    torch.set_num_threads(1)
                 try:
                     with torch.random.fork_rng(devices=[]), torch.no_grad():
                         model = self._model(problem, init_seed)
-                        for _ in range(warmup):
-                            model(*inputs)
-                        samples = []
-                        for _ in range(runs):
-                            start = time.perf_counter()
-                            model(*inputs)
-                            samples.append(time.perf_counter() - start)
+                        fn = torch.compile(model) if compiled else model
+                        self._baselines[key] = time_calls(lambda: fn(*inputs), self.device.split(":")[0],
+                                                          warmup, runs).seconds
+                except Exception:  # torch.compile cannot take every reference; eager always works
+                    if not compiled:
+                        raise
+                    self._baselines[key] = None
                 finally:
                     torch.set_num_threads(threads)
-                samples.sort()
-                self._eager_seconds[problem.id] = samples[len(samples) // 2]
-            return self._eager_seconds[problem.id]
+            return self._baselines[key]
 
 
 @dataclass

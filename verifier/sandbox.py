@@ -23,6 +23,7 @@ import torch
 
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, loads, to_list
+from verifier.timing import time_calls as _time_calls
 
 MAX_TRACE = 4000
 
@@ -57,6 +58,8 @@ def child_main(conn, job: dict[str, Any]) -> None:
     send, recv = conn.send, conn.recv
     send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
     try:
+        if job["device"] == "cuda":  # before CUDA initialises: this sandbox sees only its GPU
+            os.environ["CUDA_VISIBLE_DEVICES"] = str(job["device_index"])
         _limit_resources(job["memory_limit_mb"], job["device"])
         os.chdir(job["scratch_dir"])
         _redirect_output(os.path.join(job["scratch_dir"], "candidate.log"))
@@ -69,7 +72,8 @@ def child_main(conn, job: dict[str, Any]) -> None:
     if job["fast_build"]:
         from verifier.fastbuild import FastInlineBuilder
 
-        builder = FastInlineBuilder(job["build_cache_dir"], timeout_s=job["compile_timeout_s"])
+        builder = FastInlineBuilder(job["build_cache_dir"], timeout_s=job["compile_timeout_s"],
+                                    cuda_arch=job.get("cuda_arch"))
         torch.utils.cpp_extension.load_inline = builder.load_inline
     else:
         os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(job["build_cache_dir"], "torch_extensions")
@@ -148,17 +152,9 @@ def child_main(conn, job: dict[str, Any]) -> None:
         elif kind == "time":
             _, blob, warmup, runs = msg
             inputs = _to_device(loads(blob), job["device"])
-            samples = []
             with torch.no_grad():
-                for _ in range(warmup):
-                    model(*inputs)
-                sync()
-                for _ in range(runs):
-                    t0 = _perf_counter()
-                    model(*inputs)
-                    sync()
-                    samples.append(_perf_counter() - t0)
-            send(("timed", samples))
+                timing = _time_calls(lambda: model(*inputs), job["device"], warmup, runs)
+            send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped}))
         else:
             send(("protocol_error", f"unknown message {kind!r}"))
             sys.stdout.flush()
