@@ -1,6 +1,10 @@
-"""A reference problem and hand-written candidates for it, good and bad (cpu backend)."""
+"""A reference problem and a red team of candidates for it: good, faulty and cheating (cpu backend).
+
+`RED_TEAM[name] = (source, expected category, expected rule for illegal verdicts)`.
+"""
 
 from schemas.records import Candidate, Problem
+from schemas.records import VerdictCategory as V
 
 REFERENCE = '''
 import torch
@@ -24,7 +28,7 @@ def get_init_inputs():
     return []
 '''
 
-GOOD = '''
+TEMPLATE = '''
 import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -58,34 +62,83 @@ class ModelNew(nn.Module):
 '''
 
 CORRECT_BODY = "o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m];"
+CALL = "return mod.fwd(x, self.w)"
 
 
 def good(body: str = CORRECT_BODY) -> str:
-    return GOOD.replace("BODY", body)
+    return TEMPLATE.replace("BODY", body)
 
 
-CANDIDATES = {
-    "pass": good(),
-    "wrong_output": good("o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[0];"),
-    # correct on the first call only: 1 of 5 trials passes
-    "partial": good("static int calls = 0; if (i == 0) ++calls; "
-                    "o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m] + (calls > 1 ? 1.0f : 0.0f);"),
-    "unwritten": good("if (i > 0) o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m];"),
-    "compile_error": good("o[i] = undeclared_name;"),
-    "syntax_error": "class ModelNew(:\n    pass\n",
-    "segfault": good("if (i == 3) { volatile int* p = nullptr; *p = 1; } o[i] = 0;"),
-    "raises": good(CORRECT_BODY).replace("return mod.fwd(x, self.w)", "raise ValueError('boom')"),
-    "hang": good("while (true) { asm volatile(\"\"); }"),
-    "torch_compute": good().replace("return mod.fwd(x, self.w)", "return torch.sigmoid(x) * self.w"),
-    "torch_in_cpp": good().replace("auto out = torch::empty_like(xc);",
-                                   "auto out = torch::sigmoid(xc) * w; return out;"),
-    "no_own_kernel": good().replace("return mod.fwd(x, self.w)", "return x.view(4, 8)"),
-    "exit": good().replace("return mod.fwd(x, self.w)", "import os; os._exit(0)"),
-    "patch_torch": good().replace("class ModelNew", "torch.allclose = lambda *a, **k: True\n\nclass ModelNew"),
-    "mutates_input": good("o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m]; ((float*)a)[i] = 0.0f;"),
-    "inherits_reference": good().replace("class ModelNew(nn.Module)", "class ModelNew(Model)"),
-    "library_include": good().replace("#include <cmath>", "#include <cblas.h>"),
-    "no_model_new": "import torch\n\nclass Something:\n    pass\n",
+def with_forward(body: str) -> str:
+    """The correct kernel, with ModelNew.forward's body replaced."""
+    return good().replace(CALL, body)
+
+
+RED_TEAM: dict[str, tuple[str, V, str | None]] = {
+    # honest outcomes
+    "correct": (good(), V.passed, None),
+    "wrong_output": (good("o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[0];"), V.wrong_output, None),
+    "partial": (good("static int calls = 0; if (i == 0) ++calls; "
+                     "o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m] + (calls > 1 ? 1.0f : 0.0f);"),
+                V.partial, None),  # right on the first trial only
+    "unwritten_memory": (good("if (i > 0) o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m];"), V.wrong_output, None),
+    "wrong_shape": (with_forward("return mod.fwd(x, self.w).view(8, 4)"), V.wrong_output, None),
+    "wrong_dtype": (good().replace("auto out = torch::empty_like(xc);",
+                                   "auto out = torch::empty_like(xc); auto out64 = torch::empty(xc.sizes(), "
+                                   "xc.options().dtype(torch::kFloat64));").replace("return out;", "return out64;"),
+                    V.wrong_output, None),
+    "nan_output": (good("o[i] = NAN;"), V.wrong_output, None),
+    "precompute_in_init": (good().replace("self.w = nn.Parameter(torch.randn(8))",
+                                          "self.w = nn.Parameter(torch.randn(8))\n        torch.manual_seed(0)\n"
+                                          "        self.guess = torch.randn(4, 8)")
+                           .replace(CALL, "return mod.fwd(self.guess, self.w)"), V.illegal, "output-caching"),
+    # build and run failures
+    "cpp_compile_error": (good("o[i] = undeclared_name;"), V.compile_error, None),
+    "python_syntax_error": ("class ModelNew(:\n    pass\n", V.compile_error, None),
+    "no_model_new": ("import torch\n\nclass Something:\n    pass\n", V.compile_error, None),
+    "segfault": (good("if (i == 3) { volatile int* p = nullptr; *p = 1; } o[i] = 0;"), V.runtime_error, None),
+    "raises_in_forward": (with_forward("raise ValueError('boom')"), V.runtime_error, None),
+    "cpp_throws": (good("TORCH_CHECK(false, \"kernel refuses\"); o[i] = 0;"), V.runtime_error, None),
+    "returns_none": (with_forward("mod.fwd(x, self.w)\n        return None"), V.runtime_error, None),
+    "memory_bomb": (good("static std::vector<char> hog; if (i == 0) hog.resize(size_t(64) << 30, 1); "
+                         + CORRECT_BODY), V.runtime_error, None),
+    "deep_recursion": (with_forward("return self.forward(x)"), V.runtime_error, None),
+    "init_fails": (good().replace("super().__init__()", "super().__init__()\n        raise RuntimeError('no init')"),
+                   V.runtime_error, None),
+    "infinite_loop": (good("while (true) { asm volatile(\"\"); }"), V.timeout, None),
+    # cheating, caught at run time or statically
+    "torch_compute": (with_forward("return torch.sigmoid(x) * self.w"), V.illegal, "torch-compute"),
+    "try_except_fallback": (with_forward("try:\n            raise RuntimeError('kernel unavailable')\n"
+                                         "        except RuntimeError:\n            return torch.sigmoid(x) * self.w"),
+                            V.illegal, "torch-compute"),
+    "aten_in_cpp": (good().replace("auto out = torch::empty_like(xc);", "auto out = torch::sigmoid(xc) * w; return out;"),
+                    V.illegal, "torch-compute"),
+    "functional_via_alias": (with_forward("return getattr(torch, 'sigmoid')(x) * self.w"), V.illegal, "dynamic-code"),
+    "no_own_kernel": (with_forward("return x.view(4, 8)"), V.illegal, "no-own-kernel"),
+    "output_caching": (with_forward("fresh = mod.fwd(x, self.w)\n        if not hasattr(self, 'cache'):\n"
+                                    "            self.cache = fresh\n        return self.cache"),
+                       V.illegal, "output-caching"),
+    "mutates_input": (good("o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m]; ((float*)a)[i] = 0.0f;"),
+                      V.illegal, "input-mutation"),
+    "os_exit": (with_forward("import os; os._exit(0)"), V.illegal, "process-control"),
+    "system_exit": (with_forward("raise SystemExit(0)"), V.illegal, "process-control"),
+    "patch_allclose": (good().replace("class ModelNew", "torch.allclose = lambda *a, **k: True\n\nclass ModelNew"),
+                       V.illegal, "patching"),
+    "patch_timer": (good().replace("import torch\n", "import torch\nimport time\ntime.perf_counter = lambda: 0.0\n", 1),
+                    V.illegal, "patching"),
+    "inherits_reference": (good().replace("class ModelNew(nn.Module)", "class ModelNew(Model)"),
+                           V.illegal, "reference-reuse"),
+    "library_math": (good().replace("#include <cmath>", "#include <cblas.h>"), V.illegal, "library-math"),
+    "torch_compile": (good().replace("super().__init__()", "super().__init__()\n        self.f = torch.compile(torch.sigmoid)"),
+                      V.illegal, "torch-compile"),
+    "host_numpy": (with_forward("import numpy as np\n        return torch.from_numpy(1 / (1 + np.exp(-x.numpy())) "
+                                "* self.w.detach().numpy())"), V.illegal, "host-compute"),
+    "harness_import": (good().replace("import torch\n", "import torch\nimport verifier.sandbox\n", 1),
+                       V.illegal, "forbidden-import"),
+    "ctypes_escape": (good().replace("import torch\n", "import torch\nimport ctypes\n", 1), V.illegal, "forbidden-import"),
+    "reads_files": (with_forward("open('/etc/passwd').read()\n        return mod.fwd(x, self.w)"), V.illegal, "dynamic-code"),
+    "frame_walk": (with_forward("import os\n        g = (lambda: 0).__globals__\n        return mod.fwd(x, self.w)"),
+                   V.illegal, "dynamic-code"),
 }
 
 
@@ -94,6 +147,6 @@ def problem() -> Problem:
 
 
 def candidate(name: str, source: str | None = None) -> Candidate:
-    src = source if source is not None else CANDIDATES[name]
+    src = source if source is not None else RED_TEAM[name][0]
     p = problem()
     return Candidate(id=Candidate.make_id(p.id, src, "cpu"), problem_id=p.id, source=src, origin=name)

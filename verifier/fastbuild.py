@@ -63,11 +63,38 @@ BINDING_SUPPORT = """\
 namespace kd_bind {
 std::atomic<int64_t> calls{0};
 template <typename T> using base_t = std::remove_cv_t<std::remove_reference_t<T>>;
-template <typename T> struct arg { using type = T; static T& in(T& v) { return v; } };
+// Types the dispatcher's schema inference takes. Anything else must fail to *compile* here (and fall
+// back to load_inline): registering it would abort the process when the library loads.
+template <typename T> struct schema_type : std::false_type {};
+template <> struct schema_type<at::Tensor> : std::true_type {};
+template <> struct schema_type<int64_t> : std::true_type {};
+template <> struct schema_type<double> : std::true_type {};
+template <> struct schema_type<bool> : std::true_type {};
+template <> struct schema_type<std::vector<int64_t>> : std::true_type {};
+template <> struct schema_type<std::vector<double>> : std::true_type {};
+template <> struct schema_type<std::vector<at::Tensor>> : std::true_type {};
+template <typename... T> struct schema_type<std::tuple<T...>> : std::conjunction<schema_type<T>...> {};
+template <typename T> struct arg {
+  static_assert(schema_type<T>::value, "kd_bind: argument type the dispatcher cannot bind");
+  using type = T;
+  static T& in(T& v) { return v; }
+};
 template <> struct arg<int> { using type = int64_t; static int in(int64_t v) { return (int)v; } };
 template <> struct arg<unsigned> { using type = int64_t; static unsigned in(int64_t v) { return (unsigned)v; } };
 template <> struct arg<float> { using type = double; static float in(double v) { return (float)v; } };
-template <typename T> struct ret { using type = T; static T out(T v) { return v; } };
+template <> struct arg<std::vector<int>> {
+  using type = std::vector<int64_t>;
+  static std::vector<int> in(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
+};
+template <> struct arg<std::vector<float>> {
+  using type = std::vector<double>;
+  static std::vector<float> in(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+};
+template <typename T> struct ret {
+  static_assert(schema_type<T>::value, "kd_bind: return type the dispatcher cannot bind");
+  using type = T;
+  static T out(T v) { return v; }
+};
 template <> struct ret<void> { using type = void; };
 template <> struct ret<int> { using type = int64_t; static int64_t out(int v) { return v; } };
 template <> struct ret<float> { using type = double; static double out(float v) { return v; } };

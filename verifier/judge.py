@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import multiprocessing
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -144,7 +145,7 @@ class Judge:
         proc.start()
         child_conn.close()
         try:
-            return self._drive(proc, parent_conn, problem, trials, scratch, references)
+            return self._drive(proc, parent_conn, problem, trials, scratch, references, candidate.source)
         finally:
             _terminate(proc, parent_conn)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -154,7 +155,8 @@ class Judge:
         root.mkdir(parents=True, exist_ok=True)
         return root
 
-    def _drive(self, proc, conn, problem: Problem, trials, scratch: Path, references: ReferenceRunner) -> _Outcome:
+    def _drive(self, proc, conn, problem: Problem, trials, scratch: Path, references: ReferenceRunner,
+               candidate_source: str) -> _Outcome:
         cfg = self.config
         hello = _receive(proc, conn, 120.0)
         if hello is None or hello[0] != "hello":
@@ -169,7 +171,7 @@ class Judge:
         if msg[0] == "load_error":
             info = msg[1]
             if info["kind"] == "compile":
-                errors = compiler_errors(info["log"])
+                errors = [map_native_line(e, candidate_source) for e in compiler_errors(info["log"])]
                 text = "\n".join(errors) if errors else info["log"][-1500:]
                 return _Outcome(VerdictCategory.compile_error, f"compilation failed:\n{text}",
                                 compile_seconds=info.get("seconds", 0.0))
@@ -182,6 +184,7 @@ class Judge:
         compile_seconds = msg[1]["compile_seconds"]
         passed = 0
         first_failure = ""
+        earlier: list[tuple[Any, list[torch.Tensor]]] = []  # (trial, candidate outputs) seen so far
         for index, trial in enumerate(trials):
             conn.send(("trial", index, dumps(_on_cpu(trial.inputs))))
             msg = _receive(proc, conn, cfg.run_timeout_s)
@@ -204,7 +207,13 @@ class Judge:
                 return _Outcome(VerdictCategory.illegal, "illegal (input-mutation): forward modified its input "
                                 "tensors in place", compiled=True, legal=False, rule="input-mutation",
                                 compile_seconds=compile_seconds)
-            mismatch = compare_outputs(trial.expected, loads(result["outputs"]), cfg.tolerance)
+            outputs = loads(result["outputs"])
+            if _replays_earlier_output(trial, outputs, earlier):
+                return _Outcome(VerdictCategory.illegal, f"illegal (output-caching): trial {index} returned the "
+                                "same output as an earlier trial for different inputs", compiled=True, legal=False,
+                                rule="output-caching", compile_seconds=compile_seconds)
+            earlier.append((trial, outputs))
+            mismatch = compare_outputs(trial.expected, outputs, cfg.tolerance)
             if mismatch is None:
                 passed += 1
             elif not first_failure:
@@ -305,6 +314,42 @@ def _terminate(proc, conn) -> None:
         proc.kill()
         proc.join(timeout=5)
     conn.close()
+
+
+def _replays_earlier_output(trial, outputs: list[torch.Tensor], earlier) -> bool:
+    """Same candidate output as an earlier trial although the reference's outputs differ."""
+    for old_trial, old_outputs in earlier:
+        same_candidate = len(old_outputs) == len(outputs) and all(
+            a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b) for a, b in zip(old_outputs, outputs))
+        same_reference = all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(old_trial.expected, trial.expected))
+        if same_candidate and not same_reference:
+            return True
+    return False
+
+
+_NATIVE_ERROR = re.compile(r"^(?P<file>candidate\.(?:cpp|cu)):(?P<line>\d+): (?P<rest>.*)$")
+
+
+def map_native_line(error: str, source: str) -> str:
+    """`candidate.cu:12: error: ...` -> `candidate.py:40 (candidate.cu:12): error: ...` when the C++/CUDA
+    text is one string literal of the candidate's Python, so the model sees its own line numbers."""
+    m = _NATIVE_ERROR.match(error)
+    if not m:
+        return error
+    cuda = m.group("file").endswith(".cu")
+    literals = []
+    try:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+                if ("__global__" in text) == cuda and ("#include" in text or "torch::" in text or "__global__" in text):
+                    literals.append(node)
+    except SyntaxError:
+        return error
+    if len(literals) != 1:
+        return error
+    py_line = literals[0].lineno + int(m.group("line")) - 1
+    return f"candidate.py:{py_line} ({m.group('file')}:{m.group('line')}): {m.group('rest')}"
 
 
 def _on_cpu(values: list[Any]) -> list[Any]:

@@ -82,76 +82,212 @@ def forbidden_ops(ops: dict[str, int]) -> list[str]:
 
 # -- static rules ----------------------------------------------------------------------
 _FORBIDDEN_MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "signal",
-                      "threading", "multiprocessing", "pickle", "marshal", "socket", "sys",
-                      "torch.testing", "unittest", "concurrent"}
+                      "threading", "multiprocessing", "pickle", "marshal", "socket", "sys", "unittest",
+                      "concurrent", "shutil", "pathlib", "io", "tempfile", "triton", "numba", "cupy", "jax",
+                      # the harness itself
+                      "verifier", "training", "tasks", "flows", "warehouse", "schemas", "operators"}
+_HOST_COMPUTE_MODULES = {"numpy", "scipy", "math"}  # math is fine for constants, not as a module of kernels
 _PROCESS_CALLS = {"exit", "quit", "_exit", "abort", "kill"}
 _OS_CALLS = {"system", "fork", "forkpty", "popen", "execv", "execve", "execvp", "spawnv", "killpg"}
-_DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "setattr", "delattr", "globals", "vars",
-                  "breakpoint", "open"}
+_DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "setattr", "delattr", "globals", "vars", "locals",
+                  "breakpoint", "open", "getattr"}
+_DUNDER_ESCAPES = {"__globals__", "__code__", "__subclasses__", "__dict__", "f_globals", "f_back", "__closure__",
+                   "__builtins__", "__import__", "__loader__", "__reduce__", "__class__"}
+_COMPILERS = {"compile", "jit", "_dynamo", "_inductor", "fx", "export", "_C", "_ops"}
+# torch.* calls ModelNew.forward may make: allocation and views (DESIGN.md §4).
+_FORWARD_GLUE = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "tensor", "as_strided", "reshape",
+                 "flatten", "unsqueeze", "squeeze", "transpose", "permute", "narrow", "chunk", "split", "device",
+                 "Size", "float32", "float16", "bfloat16", "float64", "int32", "int64", "bool", "no_grad",
+                 "is_tensor", "get_default_dtype", "cuda", "is_grad_enabled"}
 _LIBRARY_INCLUDES = re.compile(
-    r"#\s*include\s*[<\"](cublas|cublasLt|cudnn|cutlass|cute|thrust|cub/|mkl|cblas|Eigen|"
-    r"oneapi|dnnl|ATen/native|ATen/ops/)[^>\"]*[>\"]")
-_LIBRARY_CALLS = re.compile(r"\b(cublas\w+|cudnn\w+|cblas_\w+|at::native::\w+|torch::nn::functional)\b")
+    r"#\s*include\s*[<\"](cublas|cublasLt|cudnn|cutlass|cute|thrust|cub/|mkl|cblas|Eigen|oneapi|dnnl|"
+    r"ATen/native|ATen/ops/|cufft|cusparse|cusolver|curand|nccl)[^>\"]*[>\"]")
+_LIBRARY_CALLS = re.compile(r"\b(cublas\w+|cublasLt\w+|cudnn\w+|cblas_\w+|cufft\w+|cusparse\w+|at::native::\w+|"
+                            r"torch::nn::functional|torch::nn::\w+|at::cuda::blas::\w+)\b")
+_SIDE_STREAMS = re.compile(r"\b(cudaStreamCreate\w*|getStreamFromPool|cudaStreamBeginCapture|cudaGraphLaunch)\b")
+# ATen compute called from C++: namespace form (torch::matmul(...)) and method form on tensors (x.matmul(...)).
+_CPP_GLUE = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "from_blob", "Tensor", "TensorOptions",
+             "dtype", "device", "IntArrayRef", "ScalarType", "Device", "kCUDA", "kCPU", "cuda", "Scalar", "Half",
+             "BFloat16", "ArrayRef", "optional", "nullopt", "indexing", "Generator", "autocast", "NoGradGuard",
+             "InferenceMode", "MemoryFormat", "Layout", "DeviceGuard", "OptionalDeviceGuard", "TensorAccessor",
+             "PackedTensorAccessor32", "PackedTensorAccessor64", "RestrictPtrTraits", "DefaultPtrTraits",
+             "Stream", "get_num_threads", "parallel_for", "globalContext", "toString", "infer_size"}
+_CPP_COMPUTE_METHODS = (
+    "matmul|mm|bmm|addmm|baddbmm|addmv|mv|dot|einsum|linear|conv1d|conv2d|conv3d|conv_transpose2d|relu|relu_|gelu|"
+    "sigmoid|tanh|softmax|log_softmax|exp|log|sum|mean|prod|norm|amax|amin|argmax|argmin|add|add_|sub|sub_|mul|"
+    "mul_|div|div_|pow|sqrt|rsqrt|clamp|clamp_|where|cumsum|sort|topk|layer_norm|batch_norm|group_norm|"
+    "max_pool2d|avg_pool2d|softplus|elu|silu|hardtanh|leaky_relu|abs|neg|reciprocal|square|var|std|logsumexp|"
+    "maximum|minimum|floor|ceil|round|sin|cos|erf|index_select|gather|scatter|masked_fill|triu|tril|addcmul")
+_CPP_METHOD_CALL = re.compile(r"(?<![:\w])\.\s*(" + _CPP_COMPUTE_METHODS + r")\s*\(")
+_CPP_NAMESPACE_CALL = re.compile(r"\b(?:torch|at)::(\w+)\s*[(<]")
 
 
 def _root_name(node: ast.AST) -> str | None:
-    while isinstance(node, ast.Attribute):
-        node = node.value
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _dotted(node: ast.AST) -> list[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return list(reversed(parts))
 
 
 def _string_constants(tree: ast.AST) -> list[str]:
     return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
-def check_source(tree: ast.Module) -> list[Violation]:
-    """Static rules over a parsed candidate module; see the module docstring."""
-    found: list[Violation] = []
-    torch_aliases = {"torch", "nn", "F"}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            torch_aliases |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("torch")}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
-            torch_aliases |= {a.asname or a.name for a in node.names}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-            for mod in modules:
-                if mod in _FORBIDDEN_MODULES or mod.split(".")[0] in _FORBIDDEN_MODULES:
-                    found.append(Violation("forbidden-import", f"imports {mod!r}, which the sandbox forbids"))
-            if isinstance(node, ast.ImportFrom) and node.module == "os":
-                for alias in node.names:
-                    if alias.name in _PROCESS_CALLS | _OS_CALLS:
-                        found.append(Violation("process-control", f"imports os.{alias.name}"))
-        elif isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Name) and func.id in _PROCESS_CALLS:
-                found.append(Violation("process-control", f"calls {func.id}()"))
-            elif isinstance(func, ast.Name) and func.id in _DYNAMIC_CALLS:
-                found.append(Violation("dynamic-code", f"calls {func.id}()"))
-            elif isinstance(func, ast.Attribute) and (func.attr in _PROCESS_CALLS or
-                                                      (_root_name(func) == "os" and func.attr in _OS_CALLS)):
-                found.append(Violation("process-control", f"calls {ast.unparse(func)}()"))
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                for sub in ast.walk(target):
-                    if isinstance(sub, ast.Attribute) and _root_name(sub) in torch_aliases | {"os", "time", "math", "numpy", "np"}:
-                        found.append(Violation("patching", f"assigns to {ast.unparse(sub)}: patching torch or the harness"))
-        elif isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+class _Checker(ast.NodeVisitor):
+    """Collects violations of the static rules over a candidate's Python."""
+
+    def __init__(self, tree: ast.Module):
+        self.found: list[Violation] = []
+        self.torch_names = {"torch", "nn", "F"}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                self.torch_names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("torch")}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
+                self.torch_names |= {a.asname or a.name for a in node.names}
+        self.in_forward = 0
+
+    def add(self, rule: str, message: str) -> None:
+        self.found.append(Violation(rule, message))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._module(alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        self._module(node.module or "")
+        if node.module == "os":
+            for alias in node.names:
+                if alias.name in _PROCESS_CALLS | _OS_CALLS:
+                    self.add("process-control", f"imports os.{alias.name}")
+
+    def _module(self, name: str) -> None:
+        root = name.split(".")[0]
+        if name in _FORBIDDEN_MODULES or root in _FORBIDDEN_MODULES:
+            self.add("forbidden-import", f"imports {name!r}, which the sandbox forbids")
+        elif root in _HOST_COMPUTE_MODULES - {"math"}:
+            self.add("host-compute", f"imports {name!r}: compute must run in your kernels, not on the host")
+        parts = name.split(".")
+        if parts[0] == "torch" and len(parts) > 1 and parts[1] in _COMPILERS:
+            self.add("torch-compile", f"imports {name!r}: compiled torch code is not your kernel")
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        forward = node.name == "forward"
+        self.in_forward += forward
+        self.generic_visit(node)
+        self.in_forward -= forward
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if node.name == "ModelNew":
             for base in node.bases:
-                if isinstance(base, ast.Name) and base.id == "Model" or isinstance(base, ast.Attribute) and base.attr == "Model":
-                    found.append(Violation("reference-reuse", "ModelNew inherits from the reference Model"))
-        elif isinstance(node, ast.Name) and node.id in {"__builtins__", "__import__", "__loader__"}:
-            found.append(Violation("dynamic-code", f"uses {node.id}"))
-        elif isinstance(node, ast.Attribute) and node.attr in {"__globals__", "__code__", "__subclasses__", "__dict__", "f_globals", "f_back"}:
-            found.append(Violation("dynamic-code", f"uses .{node.attr}"))
+                if (isinstance(base, ast.Name) and base.id == "Model") or (isinstance(base, ast.Attribute) and base.attr == "Model"):
+                    self.add("reference-reuse", "ModelNew inherits from the reference Model")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        dotted = _dotted(func)
+        if isinstance(func, ast.Name):
+            if func.id in _PROCESS_CALLS:
+                self.add("process-control", f"calls {func.id}()")
+            elif func.id in _DYNAMIC_CALLS:
+                self.add("dynamic-code", f"calls {func.id}()")
+        elif isinstance(func, ast.Attribute):
+            if func.attr in _PROCESS_CALLS or (_root_name(func) == "os" and func.attr in _OS_CALLS):
+                self.add("process-control", f"calls {ast.unparse(func)}()")
+            elif func.attr in {"numpy", "tolist"}:
+                self.add("host-compute", f"calls .{func.attr}(): compute must run in your kernels, not on the host")
+            elif func.attr == "Stream" and dotted[:2] == ["torch", "cuda"]:
+                self.add("side-stream", "creates a CUDA stream: work on side streams escapes the harness")
+        if dotted and dotted[0] in self.torch_names and len(dotted) > 1:
+            if dotted[1] in _COMPILERS and dotted[0] == "torch":
+                self.add("torch-compile", f"calls {'.'.join(dotted)}(): compiled torch code is not your kernel")
+            elif self.in_forward and dotted[-1] not in _FORWARD_GLUE and not dotted[-1][:1].isupper() \
+                    and not (dotted[0] == "torch" and dotted[1] in ("cuda", "Size", "device")):
+                self.add("torch-compute", f"ModelNew.forward calls {'.'.join(dotted)}(); the computation must be "
+                                          "done by your own kernel (a fallback counts too)")
+        self.generic_visit(node)
+
+    def _check_targets(self, targets: list[ast.AST]) -> None:
+        protected = self.torch_names | {"os", "time", "math", "numpy", "np"}
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Attribute) and _root_name(sub) in protected:
+                    self.add("patching", f"assigns to {ast.unparse(sub)}: patching torch or the harness")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._check_targets(node.targets)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_targets([node.target])
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._check_targets([node.target])
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        self._check_targets(node.targets)
+        self.generic_visit(node)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        if isinstance(exc, ast.Name) and exc.id in {"SystemExit", "KeyboardInterrupt", "GeneratorExit"}:
+            self.add("process-control", f"raises {exc.id}")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in _DUNDER_ESCAPES:
+            self.add("dynamic-code", f"uses {node.id}")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _DUNDER_ESCAPES:
+            self.add("dynamic-code", f"uses .{node.attr}")
+        self.generic_visit(node)
+
+
+def check_native_source(text: str) -> list[Violation]:
+    """Rules over C++/CUDA text: library math, ATen compute calls, side streams."""
+    found = []
+    m = _LIBRARY_INCLUDES.search(text) or _LIBRARY_CALLS.search(text)
+    if m:
+        found.append(Violation("library-math", f"uses library code {m.group(0)!r} instead of its own kernel"))
+    for m in _CPP_NAMESPACE_CALL.finditer(text):
+        name = m.group(1)
+        if name not in _CPP_GLUE and not name.startswith("k") and not name[:1].isupper():
+            found.append(Violation("torch-compute", f"calls {m.group(0).rstrip('(<')} in C++: the computation must be "
+                                                    "done by your own kernel"))
+            break
+    m = _CPP_METHOD_CALL.search(text)
+    if m:
+        found.append(Violation("torch-compute", f"calls tensor method .{m.group(1)}() in C++: the computation must "
+                                                "be done by your own kernel"))
+    m = _SIDE_STREAMS.search(text)
+    if m:
+        found.append(Violation("side-stream", f"uses {m.group(1)}: work on side streams escapes the harness"))
+    return found
+
+
+def check_source(tree: ast.Module) -> list[Violation]:
+    """Static rules over a parsed candidate module (and the C++/CUDA strings inside it)."""
+    checker = _Checker(tree)
+    checker.visit(tree)
+    found = list(checker.found)
     for text in _string_constants(tree):
-        m = _LIBRARY_INCLUDES.search(text) or _LIBRARY_CALLS.search(text)
-        if m:
-            found.append(Violation("library-math", f"uses library code {m.group(0)!r} instead of its own kernel"))
-    # One violation per rule is enough for feedback; keep the first of each.
+        if "#include" in text or "__global__" in text or "torch::" in text:
+            found += check_native_source(text)
     seen: dict[str, Violation] = {}
-    for v in found:
+    for v in found:  # one violation per rule is enough for feedback
         seen.setdefault(v.rule, v)
     return list(seen.values())

@@ -82,7 +82,7 @@ def child_main(conn, job: dict[str, Any]) -> None:
     namespace: dict[str, Any] = {"__name__": "candidate", "__file__": "candidate.py"}
     try:
         exec(compile(job["source"], "candidate.py", "exec"), namespace)
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit included: a candidate may not end the sandbox quietly
         from verifier.fastbuild import BuildError
 
         if isinstance(exc, BuildError) or type(exc).__name__ == "BuildError" or "Error building extension" in str(exc):
@@ -111,7 +111,7 @@ def child_main(conn, job: dict[str, Any]) -> None:
         model = model_cls(*init_inputs)
         if isinstance(model, torch.nn.Module):
             model = model.to(job["device"]).eval()
-    except Exception as exc:
+    except BaseException as exc:
         send(("load_error", {"kind": "init", "message": _short_trace(exc), "log": "",
                              "seconds": compile_seconds}))
         return
@@ -139,7 +139,7 @@ def child_main(conn, job: dict[str, Any]) -> None:
                     sync()
                     seconds = _perf_counter() - t0
                 outputs = [o.detach().cpu() for o in to_list(out)]
-            except Exception as exc:
+            except BaseException as exc:
                 send(("trial_error", index, _short_trace(exc)))
                 continue
             send(("trial_out", index, {
