@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from schemas.config import UPSTREAM, PipelineConfig, config_hash
 from schemas.records import Candidate, Problem, StageStatus, Verdict
-from verifier.pool import LocalVerifierPool
+from verifier.pool import VerifierPool, make_pool
 from verifier.reward import correctness_first_reward
 from warehouse.store import Warehouse
 from warehouse.tracking import RunLogger, Tracker
@@ -67,17 +67,17 @@ class StageContext:
     mlflow: RunLogger
     summary: dict[str, Any] = field(default_factory=dict)
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # verdict category -> examples
-    _pool: LocalVerifierPool | None = None
+    _pool: VerifierPool | None = None
 
     @property
     def artifacts(self) -> Path:
         return self.home.artifacts(self.run_id)
 
     @property
-    def pool(self) -> LocalVerifierPool:
+    def pool(self) -> VerifierPool:
         if self._pool is None:
             cache = Path(self.config.verifier.cache_dir or self.home.cache / "verifier")
-            self._pool = LocalVerifierPool(self.config.verifier, cache, self.config.seed)
+            self._pool = make_pool(self.config.verifier, cache, self.config.seed)
         return self._pool
 
     def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict]:

@@ -11,6 +11,7 @@ import json
 import os
 import queue
 from collections.abc import Callable, Iterable, Iterator
+from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -60,23 +61,15 @@ class VerdictCache:
         os.replace(tmp, path)
 
 
-class LocalVerifierPool:
-    """Runs judges over a thread pool; each judgement happens in its own sandbox process."""
+class VerifierPool(ABC):
+    """Streams verdicts for (problem, candidate) pairs: cached ones at once, the rest as judged."""
 
     def __init__(self, config: VerifierConfig, cache_dir: str | Path, base_seed: int = 0):
         self.config = config
         self.cache_dir = Path(cache_dir)
         self.base_seed = base_seed
-        self.workers = default_workers(config)
-        self.judge = Judge(config, self.cache_dir, base_seed)
         self.cache = VerdictCache(self.cache_dir / "verdicts")
         self.calls = 0  # verifier calls made, cache hits included
-        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="verifier")
-        # One slot per worker; on cuda each slot is a GPU, so no two sandboxes time on the same device.
-        self._slots: queue.Queue[int] = queue.Queue()
-        gpus = max(1, torch.cuda.device_count()) if config.backend == "cuda" else 1
-        for i in range(self.workers):
-            self._slots.put(i % gpus)
 
     def verify(self, problem: Problem, candidate: Candidate) -> Verdict:
         return next(iter(self.verify_many([(problem, candidate)])))
@@ -84,7 +77,8 @@ class LocalVerifierPool:
     def verify_many(self, pairs: Iterable[tuple[Problem, Candidate]],
                     on_verdict: Callable[[Verdict], None] | None = None) -> Iterator[Verdict]:
         """Yield one verdict per pair, in completion order (match them by `candidate_id`)."""
-        pending: set[Future] = set()
+        keys: dict[str, str] = {}
+        handles = []
         for problem, candidate in pairs:
             self.calls += 1
             key = self.cache.key(problem, candidate, self.config, self.base_seed)
@@ -95,30 +89,70 @@ class LocalVerifierPool:
                     on_verdict(verdict)
                 yield verdict
                 continue
-            pending.add(self._executor.submit(self._judge_and_cache, problem, candidate, key))
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                verdict = future.result()
-                if on_verdict:
-                    on_verdict(verdict)
-                yield verdict
+            keys[candidate.id] = key
+            handles.append(self._submit(problem, candidate))
+        for verdict in self._completed(handles):
+            if self.config.use_cache:
+                self.cache.put(keys[verdict.candidate_id], verdict)
+            if on_verdict:
+                on_verdict(verdict)
+            yield verdict
 
-    def _judge_and_cache(self, problem: Problem, candidate: Candidate, key: str) -> Verdict:
-        slot = self._slots.get()
-        try:
-            verdict = self.judge.verify(problem, candidate, device_index=slot)
-        finally:
-            self._slots.put(slot)
-        if self.config.use_cache:
-            self.cache.put(key, verdict)
-        return verdict
+    @abstractmethod
+    def _submit(self, problem: Problem, candidate: Candidate): ...
+
+    @abstractmethod
+    def _completed(self, handles: list) -> Iterator[Verdict]: ...
 
     def close(self) -> None:
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        pass
 
-    def __enter__(self) -> "LocalVerifierPool":
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class LocalVerifierPool(VerifierPool):
+    """N sandboxes at a time on this machine; each judgement happens in its own sandbox process."""
+
+    def __init__(self, config: VerifierConfig, cache_dir: str | Path, base_seed: int = 0):
+        super().__init__(config, cache_dir, base_seed)
+        self.workers = default_workers(config)
+        self.judge = Judge(config, self.cache_dir, base_seed)
+        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="verifier")
+        # One slot per worker; on cuda each slot is a GPU, so no two sandboxes time on the same device.
+        self._slots: queue.Queue[int] = queue.Queue()
+        gpus = max(1, torch.cuda.device_count()) if config.backend == "cuda" else 1
+        for i in range(self.workers):
+            self._slots.put(i % gpus)
+
+    def _submit(self, problem: Problem, candidate: Candidate) -> Future:
+        return self._executor.submit(self._judge_on_a_slot, problem, candidate)
+
+    def _completed(self, handles: list[Future]) -> Iterator[Verdict]:
+        pending = set(handles)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+
+    def _judge_on_a_slot(self, problem: Problem, candidate: Candidate) -> Verdict:
+        slot = self._slots.get()
+        try:
+            return self.judge.verify(problem, candidate, device_index=slot)
+        finally:
+            self._slots.put(slot)
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def make_pool(config: VerifierConfig, cache_dir: str | Path, base_seed: int = 0) -> VerifierPool:
+    """The pool `verifier.pool` names: `local` (default) or `ray` (`verifier.ray_address`, or a local Ray)."""
+    if config.pool == "ray":
+        from verifier.ray_pool import RayVerifierPool
+
+        return RayVerifierPool(config, cache_dir, base_seed, address=config.ray_address)
+    return LocalVerifierPool(config, cache_dir, base_seed)

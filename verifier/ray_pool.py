@@ -1,0 +1,67 @@
+"""The same verifier workers spread over a Ray cluster.
+
+Each Ray actor owns one `Judge` (one sandbox at a time; `num_gpus=1` per actor on cuda),
+so a cluster of GPU hosts judges candidates exactly as the local pool does. The verdict
+cache is checked on the driver; build caches live in each node's `cache_dir`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from schemas.config import VerifierConfig
+from schemas.records import Candidate, Problem, Verdict
+from verifier.pool import VerifierPool
+
+
+def _require_ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise RuntimeError("verifier.pool=ray needs the `ray` package: pip install 'kerneldojo[cluster]'") from exc
+    return ray
+
+
+class _JudgeActor:
+    def __init__(self, config_json: str, cache_dir: str, base_seed: int):
+        from verifier.judge import Judge
+
+        self.judge = Judge(VerifierConfig.model_validate_json(config_json), cache_dir, base_seed)
+
+    def verify(self, problem_json: str, candidate_json: str) -> str:
+        problem = Problem.model_validate_json(problem_json)
+        candidate = Candidate.model_validate_json(candidate_json)
+        return self.judge.verify(problem, candidate, device_index=0).model_dump_json()
+
+
+class RayVerifierPool(VerifierPool):
+    """Judges on Ray actors, one per CPU (cpu) or GPU (cuda) unless `verifier.workers` says otherwise."""
+
+    def __init__(self, config: VerifierConfig, cache_dir: str | Path, base_seed: int = 0,
+                 address: str | None = None):
+        super().__init__(config, cache_dir, base_seed)
+        ray = _require_ray()
+        from ray.util import ActorPool
+
+        self._ray = ray
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        gpu = config.backend == "cuda"
+        self.workers = config.workers or max(1, int(ray.cluster_resources().get("GPU" if gpu else "CPU", 1)))
+        actor = ray.remote(num_cpus=1, num_gpus=1 if gpu else 0)(_JudgeActor)
+        self._actors = [actor.remote(config.model_dump_json(), str(self.cache_dir), base_seed)
+                        for _ in range(self.workers)]
+        self._pool = ActorPool(self._actors)
+
+    def _submit(self, problem: Problem, candidate: Candidate) -> None:
+        self._pool.submit(lambda a, job: a.verify.remote(*job), (problem.model_dump_json(), candidate.model_dump_json()))
+
+    def _completed(self, handles: list) -> Iterator[Verdict]:
+        for _ in handles:
+            yield Verdict.model_validate_json(self._pool.get_next_unordered())
+
+    def close(self) -> None:
+        for actor in self._actors:
+            self._ray.kill(actor)
+        self._actors = []
