@@ -13,8 +13,7 @@ source and its `functions=[...]` contract but:
   code uses, no torch headers), and the bindings with g++ against the precompiled prelude,
   both in parallel; the shim's tensors are handles to real `at::Tensor`s;
 - binds the functions as dispatcher ops (`TORCH_LIBRARY`) instead of a pybind11 module,
-  which makes every call visible to the legality tracer and lets a counter prove that
-  the candidate's own code ran;
+  with no pybind11 to parse;
 - caches the shared object by content hash, so an identical candidate never builds twice.
 
 Whatever it cannot build this way (explicit pybind11, no `functions` list, signatures the
@@ -58,10 +57,9 @@ PRELUDE = """\
 CUDA_PRELUDE = PRELUDE + "#include <c10/cuda/CUDAStream.h>\n#include <c10/cuda/CUDAFunctions.h>\n"
 
 # Maps the C++ types candidates use onto types the dispatcher's schema inference accepts
-# (int -> int64_t, float -> double, kd_shim::Tensor -> at::Tensor) and counts every call.
+# (int -> int64_t, float -> double, kd_shim::Tensor -> at::Tensor).
 BINDING_SUPPORT = """\
 namespace kd_bind {
-std::atomic<int64_t> calls{0};
 template <typename T> using base_t = std::remove_cv_t<std::remove_reference_t<T>>;
 // Types the dispatcher's schema inference takes. Anything else must fail to *compile* here (and fall
 // back to load_inline): registering it would abort the process when the library loads.
@@ -116,12 +114,10 @@ template <auto F> struct wrap;
 template <typename R, typename... A, R (*F)(A...)>
 struct wrap<F> {
   static typename ret<base_t<R>>::type call(typename arg<base_t<A>>::type... a) {
-    calls.fetch_add(1);
     if constexpr (std::is_void_v<R>) { F(arg<base_t<A>>::in(a)...); }
     else { return ret<base_t<R>>::out(F(arg<base_t<A>>::in(a)...)); }
   }
 };
-inline int64_t call_count() { return calls.load(); }
 }  // namespace kd_bind
 """
 
@@ -295,7 +291,6 @@ class FastInlineBuilder:
         ops = getattr(torch.ops, namespace)
         module = types.SimpleNamespace(**{f: getattr(ops, f) for f in functions})
         module.__name__ = name
-        module._kd_call_count = ops.kd_call_count
         return module
 
     # -- cpu ---------------------------------------------------------------------------
@@ -417,8 +412,7 @@ def _joined(sources) -> str:
 
 def _registration(namespace: str, functions: list[str], prefix: str) -> str:
     defs = "\n".join(f'  m.def("{f}", &kd_bind::wrap<&{prefix}{f}>::call);' for f in functions)
-    return (f"TORCH_LIBRARY({namespace}, m) {{\n{defs}\n"
-            '  m.def("kd_call_count", &kd_bind::call_count);\n}\n')
+    return f"TORCH_LIBRARY({namespace}, m) {{\n{defs}\n}}\n"
 
 
 def _device_arch() -> str:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import ast
 import multiprocessing
 import os
+import queue
 import re
 import shutil
 import signal
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,28 @@ def _forkserver_context():
     # The server imports torch once; every sandbox forks from it in milliseconds.
     ctx.set_forkserver_preload(["torch", "verifier.sandbox"])
     return ctx
+
+
+class DeviceSlots:
+    """The devices a pool's sandboxes run on; each is taken by one candidate at a time."""
+
+    def __init__(self, indices: list[int]):
+        self._free: queue.Queue[int] = queue.Queue()
+        for i in indices:
+            self._free.put(i)
+
+    @contextmanager
+    def take(self) -> Iterator[int]:
+        index = self._free.get()
+        try:
+            yield index
+        finally:
+            self._free.put(index)
+
+
+def _cuda_arch() -> str:
+    major, minor = torch.cuda.get_device_capability(0)
+    return f"{major}{minor}"
 
 
 class SandboxStartError(RuntimeError):
@@ -80,10 +105,13 @@ class Judge:
         return torch.cuda.get_device_name(device_index) if self.device == "cuda" else "cpu"
 
     # -- public ---------------------------------------------------------------------------
-    def verify(self, problem: Problem, candidate: Candidate, device_index: int = 0) -> Verdict:
-        """Judge one candidate; on cuda, on GPU `device_index` (the pool hands each slot its own GPU)."""
+    def verify(self, problem: Problem, candidate: Candidate, slots: DeviceSlots | None = None) -> Verdict:
+        """Judge one candidate. The build needs no device; running does: a device is taken from `slots`
+        (one GPU per candidate at a time on cuda) once the candidate has built."""
         start = time.perf_counter()
-        outcome = self._static(candidate.source) or self._dynamic(problem, candidate, device_index)
+        slots = slots or DeviceSlots([0])
+        device_used: list[int] = [0]
+        outcome = self._static(candidate.source) or self._dynamic(problem, candidate, slots, device_used)
         return Verdict(
             candidate_id=candidate.id,
             problem_id=problem.id,
@@ -97,7 +125,7 @@ class Judge:
             speedup_vs_compile=outcome.speedup_compile,
             compile_seconds=outcome.compile_seconds,
             run_seconds=max(0.0, time.perf_counter() - start - outcome.compile_seconds),
-            device=self.device_name(device_index),
+            device=self.device_name(device_used[0]),
             rule=outcome.rule,
         )
 
@@ -120,10 +148,8 @@ class Judge:
         return None
 
     # -- sandboxed build and run ----------------------------------------------------------
-    def _dynamic(self, problem: Problem, candidate: Candidate, device_index: int) -> _Outcome:
+    def _dynamic(self, problem: Problem, candidate: Candidate, slots: DeviceSlots, device_used: list[int]) -> _Outcome:
         cfg = self.config
-        references = self.references(device_index)
-        trials = [references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
         scratch = Path(tempfile.mkdtemp(prefix=f"cand-{candidate.id[:8]}-", dir=self._scratch_root()))
         job = {
             "source": candidate.source,
@@ -132,11 +158,10 @@ class Judge:
             "fast_build": cfg.fast_build,
             "memory_limit_mb": cfg.memory_limit_mb,
             "device": self.device,
-            "init_inputs": dumps(references.init_inputs(problem)),
+            "init_inputs": dumps(self.references(0).init_inputs(problem)),
             "init_seed": INIT_SEED,
             "compile_timeout_s": cfg.compile_timeout_s,
-            "device_index": device_index,
-            "cuda_arch": "".join(map(str, torch.cuda.get_device_capability(device_index))) if self.device == "cuda" else None,
+            "cuda_arch": _cuda_arch() if self.device == "cuda" else None,
         }
         parent_conn, child_conn = self._ctx.Pipe()
         from verifier.sandbox import child_main
@@ -145,7 +170,7 @@ class Judge:
         proc.start()
         child_conn.close()
         try:
-            return self._drive(proc, parent_conn, problem, trials, scratch, references, candidate.source)
+            return self._drive(proc, parent_conn, problem, scratch, candidate.source, slots, device_used)
         finally:
             _terminate(proc, parent_conn)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -155,8 +180,8 @@ class Judge:
         root.mkdir(parents=True, exist_ok=True)
         return root
 
-    def _drive(self, proc, conn, problem: Problem, trials, scratch: Path, references: ReferenceRunner,
-               candidate_source: str) -> _Outcome:
+    def _drive(self, proc, conn, problem: Problem, scratch: Path, candidate_source: str, slots: DeviceSlots,
+               device_used: list[int]) -> _Outcome:
         cfg = self.config
         hello = _receive(proc, conn, 120.0)
         if hello is None or hello[0] != "hello":
@@ -177,11 +202,29 @@ class Judge:
                                 compile_seconds=info.get("seconds", 0.0))
             if info["kind"] == "harness":
                 raise RuntimeError(f"sandbox setup failed: {info['message']}")
-            category = VerdictCategory.runtime_error if info["kind"] == "init" else VerdictCategory.compile_error
-            where = "constructing ModelNew" if info["kind"] == "init" else "loading the module"
-            return _Outcome(category, f"error while {where}:\n{info['message']}",
-                            compiled=info["kind"] == "init", compile_seconds=info.get("seconds", 0.0))
+            return _Outcome(VerdictCategory.compile_error, f"error while loading the module:\n{info['message']}",
+                            compile_seconds=info.get("seconds", 0.0))
         compile_seconds = msg[1]["compile_seconds"]
+        with slots.take() as device_index:
+            device_used[0] = device_index
+            return self._run_on_device(proc, conn, problem, scratch, device_index, compile_seconds)
+
+    def _run_on_device(self, proc, conn, problem: Problem, scratch: Path, device_index: int,
+                       compile_seconds: float) -> _Outcome:
+        cfg = self.config
+        references = self.references(device_index)
+        trials = [references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
+        conn.send(("device", device_index))
+        msg = _receive(proc, conn, cfg.compile_timeout_s)
+        if msg is None:
+            return _Outcome(VerdictCategory.timeout, f"constructing ModelNew took longer than {cfg.compile_timeout_s:g} s",
+                            compiled=True, compile_seconds=compile_seconds)
+        if msg[0] == "died":
+            return _Outcome(VerdictCategory.runtime_error, _death_detail(msg[1], scratch, "constructing ModelNew"),
+                            compiled=True, compile_seconds=compile_seconds)
+        if msg[0] == "load_error":
+            return _Outcome(VerdictCategory.runtime_error, f"error while constructing ModelNew:\n{msg[1]['message']}",
+                            compiled=True, compile_seconds=compile_seconds)
         passed = 0
         first_failure = ""
         earlier: list[tuple[Any, list[torch.Tensor]]] = []  # (trial, candidate outputs) seen so far
@@ -237,10 +280,10 @@ class Judge:
         if bad:
             return "torch-compute", (f"ModelNew.forward called torch op(s) {', '.join(bad[:5])}; the computation "
                                      "must be done by your own kernel (allowed glue: allocation, views, .contiguous())")
-        if result["own_calls"] is not None and result["own_calls"] == 0 and self.config.fast_build:
-            return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
         if result["own_calls"] is None:
             return "no-own-kernel", "the candidate compiled no extension of its own (load_inline)"
+        if result["own_calls"] == 0:
+            return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
         return None
 
     def _speedup(self, proc, conn, problem: Problem, trial, references: ReferenceRunner) -> tuple[float | None, float | None]:

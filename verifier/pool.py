@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 from collections.abc import Callable, Iterable, Iterator
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -19,18 +18,23 @@ import torch
 
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, content_hash
-from verifier.judge import Judge
+from verifier.judge import DeviceSlots, Judge
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
 HARNESS_VERSION = "1"
 
 
+def _cores() -> int:
+    return max(1, len(os.sched_getaffinity(0)))
+
+
 def default_workers(config: VerifierConfig) -> int:
+    """Sandboxes that run at once: one per GPU (cuda) or per core (cpu)."""
     if config.workers:
         return config.workers
     if config.backend == "cuda":
         return max(1, torch.cuda.device_count())
-    return max(1, len(os.sched_getaffinity(0)))
+    return _cores()
 
 
 class VerdictCache:
@@ -121,15 +125,17 @@ class LocalVerifierPool(VerifierPool):
         super().__init__(config, cache_dir, base_seed)
         self.workers = default_workers(config)
         self.judge = Judge(config, self.cache_dir, base_seed)
-        self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="verifier")
-        # One slot per worker; on cuda each slot is a GPU, so no two sandboxes time on the same device.
-        self._slots: queue.Queue[int] = queue.Queue()
-        gpus = max(1, torch.cuda.device_count()) if config.backend == "cuda" else 1
-        for i in range(self.workers):
-            self._slots.put(i % gpus)
+        if config.backend == "cuda":
+            # Builds need only CPUs, so many run at once; each GPU runs one candidate at a time.
+            self.slots = DeviceSlots(list(range(self.workers)))
+            threads = max(self.workers, config.compile_workers or _cores())
+        else:
+            self.slots = DeviceSlots([0] * self.workers)
+            threads = self.workers
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="verifier")
 
     def _submit(self, problem: Problem, candidate: Candidate) -> Future:
-        return self._executor.submit(self._judge_on_a_slot, problem, candidate)
+        return self._executor.submit(self.judge.verify, problem, candidate, self.slots)
 
     def _completed(self, handles: list[Future]) -> Iterator[Verdict]:
         pending = set(handles)
@@ -137,13 +143,6 @@ class LocalVerifierPool(VerifierPool):
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 yield future.result()
-
-    def _judge_on_a_slot(self, problem: Problem, candidate: Candidate) -> Verdict:
-        slot = self._slots.get()
-        try:
-            return self.judge.verify(problem, candidate, device_index=slot)
-        finally:
-            self._slots.put(slot)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

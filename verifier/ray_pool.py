@@ -32,7 +32,7 @@ class _JudgeActor:
     def verify(self, problem_json: str, candidate_json: str) -> str:
         problem = Problem.model_validate_json(problem_json)
         candidate = Candidate.model_validate_json(candidate_json)
-        return self.judge.verify(problem, candidate, device_index=0).model_dump_json()
+        return self.judge.verify(problem, candidate).model_dump_json()
 
 
 class RayVerifierPool(VerifierPool):

@@ -50,6 +50,26 @@ def _short_trace(exc: BaseException) -> str:
     return "\n".join(lines)[-MAX_TRACE:]
 
 
+class _CountingModule:
+    """What the candidate's load_inline returns: its compiled module, with every call counted,
+    so the judge has evidence that the candidate's own code ran."""
+
+    def __init__(self, module):
+        self._module = module
+        self.kd_calls = 0
+
+    def __getattr__(self, name):
+        attr = getattr(self._module, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*args, **kwargs):
+            self.kd_calls += 1
+            return attr(*args, **kwargs)
+
+        return counted
+
+
 def _to_device(values: list[Any], device: str) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
@@ -58,8 +78,6 @@ def child_main(conn, job: dict[str, Any]) -> None:
     send, recv = conn.send, conn.recv
     send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
     try:
-        if job["device"] == "cuda":  # before CUDA initialises: this sandbox sees only its GPU
-            os.environ["CUDA_VISIBLE_DEVICES"] = str(job["device_index"])
         _limit_resources(job["memory_limit_mb"], job["device"])
         os.chdir(job["scratch_dir"])
         _redirect_output(os.path.join(job["scratch_dir"], "candidate.log"))
@@ -68,15 +86,26 @@ def child_main(conn, job: dict[str, Any]) -> None:
         send(("load_error", {"kind": "harness", "message": _short_trace(exc), "log": ""}))
         return
 
+    # torch's own builds (baseline and fallbacks) go to this sandbox's scratch: KernelBench candidates reuse
+    # extension names, and builds of different sources under one name would collide.
+    os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(job["scratch_dir"], "torch_extensions")
     builder = None
     if job["fast_build"]:
         from verifier.fastbuild import FastInlineBuilder
 
         builder = FastInlineBuilder(job["build_cache_dir"], timeout_s=job["compile_timeout_s"],
                                     cuda_arch=job.get("cuda_arch"))
-        torch.utils.cpp_extension.load_inline = builder.load_inline
+        build = builder.load_inline
     else:
-        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(job["build_cache_dir"], "torch_extensions")
+        build = torch.utils.cpp_extension.load_inline
+    modules: list[_CountingModule] = []
+
+    def load_inline(*args, **kwargs):
+        module = _CountingModule(build(*args, **kwargs))
+        modules.append(module)
+        return module
+
+    torch.utils.cpp_extension.load_inline = load_inline
 
     start = _perf_counter()
     namespace: dict[str, Any] = {"__name__": "candidate", "__file__": "candidate.py"}
@@ -100,11 +129,16 @@ def child_main(conn, job: dict[str, Any]) -> None:
         send(("load_error", {"kind": "exec", "message": "the candidate defines no class ModelNew", "log": "",
                              "seconds": compile_seconds}))
         return
-    modules = [v for v in namespace.values() if hasattr(v, "_kd_call_count")]
-
     def own_calls() -> int:
-        return sum(int(m._kd_call_count()) for m in modules)
+        return sum(m.kd_calls for m in modules)
 
+    # Built: now wait for a device. Compiles run many at a time; each GPU runs one candidate at a time.
+    send(("built", {"compile_seconds": compile_seconds}))
+    msg = recv()
+    if msg[0] != "device":
+        return
+    if job["device"] == "cuda":
+        torch.cuda.set_device(msg[1])
     try:
         init_inputs = loads(job["init_inputs"])
         torch.manual_seed(job["init_seed"])
@@ -116,9 +150,8 @@ def child_main(conn, job: dict[str, Any]) -> None:
                              "seconds": compile_seconds}))
         return
 
-    send(("ready", {"compile_seconds": compile_seconds,
-                    "fast_build": builder is not None and builder.stats.fallbacks == 0,
-                    "own_modules": len(modules)}))
+    send(("ready", {"fast_build": builder is not None and builder.stats.fallbacks == 0,
+                    "fallbacks": builder.stats.fallback_reasons if builder else [], "own_modules": len(modules)}))
     sync = torch.cuda.synchronize if job["device"] == "cuda" else (lambda: None)
 
     while True:

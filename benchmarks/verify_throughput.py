@@ -1,0 +1,78 @@
+"""Verification throughput: kerneldojo's fast build path against plain KernelBench-style `load_inline`.
+
+Both judge the same N distinct candidates with the same judge, sandbox and worker count; only
+the build differs (`verifier.fast_build`). Verdict caches are off; each path gets a fresh build
+cache, so the fast path's one-off precompiled-header build is inside its measured time (the
+`fast (warm)` row repeats it with that header already built, as on any machine after its first
+batch). Prints wall time, throughput, median per-candidate latency, the ratio against the
+baseline measured in the same run, and whether every verdict category agrees.
+
+    python benchmarks/verify_throughput.py --backend cpu --n 8
+    python benchmarks/verify_throughput.py --backend cuda --n 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from schemas.config import VerifierConfig
+from verifier.examples import example_set
+from verifier.pool import LocalVerifierPool
+
+
+def run(pairs, backend: str, fast: bool, cache: Path, workers: int, compile_workers: int) -> dict:
+    config = VerifierConfig(backend=backend, fast_build=fast, use_cache=False, workers=workers,
+                            compile_workers=compile_workers, compile_timeout_s=600, run_timeout_s=60,
+                            compare_torch_compile=False, trials=5)
+    start = time.perf_counter()
+    with LocalVerifierPool(config, cache) as pool:
+        verdicts = {v.candidate_id: v for v in pool.verify_many(pairs)}
+    wall = time.perf_counter() - start
+    latencies = [v.compile_seconds + v.run_seconds for v in verdicts.values()]
+    return {"wall": wall, "verdicts": verdicts, "median_latency": statistics.median(latencies),
+            "categories": {cid: v.category.value for cid, v in verdicts.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--n", type=int, default=8, help="number of distinct candidates")
+    parser.add_argument("--workers", type=int, default=0, help="sandboxes at once (0: per core / per GPU)")
+    parser.add_argument("--compile-workers", type=int, default=0, help="cuda: builds at once (0: per core)")
+    parser.add_argument("--skip-baseline", action="store_true", help="only the fast path (no ratio)")
+    args = parser.parse_args()
+
+    pairs = example_set(args.n, args.backend)
+    root = Path(tempfile.mkdtemp(prefix="kd-bench-"))
+    results = {}
+    try:
+        if not args.skip_baseline:
+            results["load_inline (baseline)"] = run(pairs, args.backend, False, root / "baseline",
+                                                    args.workers, args.compile_workers)
+        results["fast (cold)"] = run(pairs, args.backend, True, root / "fast", args.workers, args.compile_workers)
+        shutil.rmtree(root / "fast" / "builds", ignore_errors=True)  # keep the precompiled header, drop the .so's
+        results["fast (warm)"] = run(pairs, args.backend, True, root / "fast", args.workers, args.compile_workers)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    baseline = results.get("load_inline (baseline)")
+    print(f"\nverify_throughput: backend={args.backend} candidates={len(pairs)}")
+    print(f"{'path':<24}{'wall s':>9}{'cand/min':>10}{'median latency s':>18}{'x baseline':>12}{'same verdicts':>15}")
+    for name, r in results.items():
+        ratio = f"{baseline['wall'] / r['wall']:.1f}x" if baseline else "-"
+        same = "-" if not baseline else ("yes" if r["categories"] == baseline["categories"] else "NO")
+        print(f"{name:<24}{r['wall']:>9.1f}{60 * len(pairs) / r['wall']:>10.1f}{r['median_latency']:>18.2f}"
+              f"{ratio:>12}{same:>15}")
+    counts: dict[str, int] = {}
+    for category in results["fast (cold)"]["categories"].values():
+        counts[category] = counts.get(category, 0) + 1
+    print(f"verdicts: {counts}")
+
+
+if __name__ == "__main__":
+    main()
