@@ -33,8 +33,10 @@ class VerifierConfig(StrictModel):
     backend: Literal["cpu", "cuda"] = "cpu"
     pool: Literal["local", "ray"] = Field("local", description="local sandboxes, or Ray actors across a cluster")
     ray_address: str | None = Field(None, description="Ray cluster address for pool=ray; None = start a local Ray")
-    workers: int = Field(0, ge=0, description="sandboxes running at once; 0 = one per core (cpu) or per GPU (cuda)")
-    compile_workers: int = Field(0, ge=0, description="cuda: candidates building at once; 0 = one per core")
+    workers: int = Field(0, ge=0, description="cpu: sandboxes at once (0 = one per core); cuda: GPUs used "
+                         "(0 = all visible)")
+    compile_workers: int = Field(0, ge=0, description="cuda: candidates in flight at once (builds are CPU work); "
+                                 "0 = one per core")
     trials: int = Field(5, ge=1, description="correctness trials, each with fresh inputs and seed")
     tolerance: Literal["default", "kernelbench"] = "default"
     compile_timeout_s: float = Field(180.0, gt=0)

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import ast
 import multiprocessing
+import itertools
 import os
-import queue
 import re
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,21 +43,63 @@ def _forkserver_context():
     return ctx
 
 
-class DeviceSlots:
-    """The devices a pool's sandboxes run on; each is taken by one candidate at a time."""
+class _SharedExclusive:
+    """Many holders share it, or one holds it alone; a waiting exclusive holder goes first."""
 
-    def __init__(self, indices: list[int]):
-        self._free: queue.Queue[int] = queue.Queue()
-        for i in indices:
-            self._free.put(i)
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+        self._waiting = 0
 
     @contextmanager
-    def take(self) -> Iterator[int]:
-        index = self._free.get()
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive and not self._waiting)
+            self._shared += 1
         try:
-            yield index
+            yield
         finally:
-            self._free.put(index)
+            with self._cond:
+                self._shared -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
+            self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+class Devices:
+    """Where a pool's sandboxes run. Builds need no device and correctness trials of many candidates
+    share a GPU; timing takes its GPU alone, waiting for the trials in flight there to finish."""
+
+    def __init__(self, indices: list[int], exclusive_timing: bool):
+        self.indices = indices
+        self._next = itertools.count()
+        self._locks = {i: _SharedExclusive() for i in set(indices)} if exclusive_timing else {}
+
+    def assign(self) -> int:
+        return self.indices[next(self._next) % len(self.indices)]
+
+    @contextmanager
+    def trials(self, index: int) -> Iterator[None]:
+        with self._locks[index].shared() if index in self._locks else nullcontext():
+            yield
+
+    @contextmanager
+    def timing(self, index: int) -> Iterator[None]:
+        with self._locks[index].exclusive() if index in self._locks else nullcontext():
+            yield
 
 
 def _cuda_arch() -> str:
@@ -105,13 +148,12 @@ class Judge:
         return torch.cuda.get_device_name(device_index) if self.device == "cuda" else "cpu"
 
     # -- public ---------------------------------------------------------------------------
-    def verify(self, problem: Problem, candidate: Candidate, slots: DeviceSlots | None = None) -> Verdict:
-        """Judge one candidate. The build needs no device; running does: a device is taken from `slots`
-        (one GPU per candidate at a time on cuda) once the candidate has built."""
+    def verify(self, problem: Problem, candidate: Candidate, devices: Devices | None = None) -> Verdict:
+        """Judge one candidate on a device `devices` assigns (GPU 0 / the CPU when None)."""
         start = time.perf_counter()
-        slots = slots or DeviceSlots([0])
-        device_used: list[int] = [0]
-        outcome = self._static(candidate.source) or self._dynamic(problem, candidate, slots, device_used)
+        devices = devices or Devices([0], exclusive_timing=False)
+        device_index = devices.assign()
+        outcome = self._static(candidate.source) or self._dynamic(problem, candidate, devices, device_index)
         return Verdict(
             candidate_id=candidate.id,
             problem_id=problem.id,
@@ -125,7 +167,7 @@ class Judge:
             speedup_vs_compile=outcome.speedup_compile,
             compile_seconds=outcome.compile_seconds,
             run_seconds=max(0.0, time.perf_counter() - start - outcome.compile_seconds),
-            device=self.device_name(device_used[0]),
+            device=self.device_name(device_index),
             rule=outcome.rule,
         )
 
@@ -148,7 +190,7 @@ class Judge:
         return None
 
     # -- sandboxed build and run ----------------------------------------------------------
-    def _dynamic(self, problem: Problem, candidate: Candidate, slots: DeviceSlots, device_used: list[int]) -> _Outcome:
+    def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int) -> _Outcome:
         cfg = self.config
         scratch = Path(tempfile.mkdtemp(prefix=f"cand-{candidate.id[:8]}-", dir=self._scratch_root()))
         job = {
@@ -162,6 +204,7 @@ class Judge:
             "init_seed": INIT_SEED,
             "compile_timeout_s": cfg.compile_timeout_s,
             "cuda_arch": _cuda_arch() if self.device == "cuda" else None,
+            "device_index": device_index,
         }
         parent_conn, child_conn = self._ctx.Pipe()
         from verifier.sandbox import child_main
@@ -170,7 +213,7 @@ class Judge:
         proc.start()
         child_conn.close()
         try:
-            return self._drive(proc, parent_conn, problem, scratch, candidate.source, slots, device_used)
+            return self._drive(proc, parent_conn, problem, scratch, candidate.source, devices, device_index)
         finally:
             _terminate(proc, parent_conn)
             shutil.rmtree(scratch, ignore_errors=True)
@@ -180,8 +223,8 @@ class Judge:
         root.mkdir(parents=True, exist_ok=True)
         return root
 
-    def _drive(self, proc, conn, problem: Problem, scratch: Path, candidate_source: str, slots: DeviceSlots,
-               device_used: list[int]) -> _Outcome:
+    def _drive(self, proc, conn, problem: Problem, scratch: Path, candidate_source: str, devices: Devices,
+               device_index: int) -> _Outcome:
         cfg = self.config
         hello = _receive(proc, conn, 120.0)
         if hello is None or hello[0] != "hello":
@@ -202,29 +245,31 @@ class Judge:
                                 compile_seconds=info.get("seconds", 0.0))
             if info["kind"] == "harness":
                 raise RuntimeError(f"sandbox setup failed: {info['message']}")
+            if info["kind"] == "init":
+                return _Outcome(VerdictCategory.runtime_error, f"error while constructing ModelNew:\n{info['message']}",
+                                compiled=True, compile_seconds=info.get("seconds", 0.0))
             return _Outcome(VerdictCategory.compile_error, f"error while loading the module:\n{info['message']}",
                             compile_seconds=info.get("seconds", 0.0))
         compile_seconds = msg[1]["compile_seconds"]
-        with slots.take() as device_index:
-            device_used[0] = device_index
-            return self._run_on_device(proc, conn, problem, scratch, device_index, compile_seconds)
-
-    def _run_on_device(self, proc, conn, problem: Problem, scratch: Path, device_index: int,
-                       compile_seconds: float) -> _Outcome:
-        cfg = self.config
         references = self.references(device_index)
         trials = [references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
-        conn.send(("device", device_index))
-        msg = _receive(proc, conn, cfg.compile_timeout_s)
-        if msg is None:
-            return _Outcome(VerdictCategory.timeout, f"constructing ModelNew took longer than {cfg.compile_timeout_s:g} s",
-                            compiled=True, compile_seconds=compile_seconds)
-        if msg[0] == "died":
-            return _Outcome(VerdictCategory.runtime_error, _death_detail(msg[1], scratch, "constructing ModelNew"),
-                            compiled=True, compile_seconds=compile_seconds)
-        if msg[0] == "load_error":
-            return _Outcome(VerdictCategory.runtime_error, f"error while constructing ModelNew:\n{msg[1]['message']}",
-                            compiled=True, compile_seconds=compile_seconds)
+        with devices.trials(device_index):
+            outcome = self._trials(proc, conn, trials, scratch, compile_seconds)
+        if outcome is not None:
+            return outcome
+        with devices.timing(device_index):
+            speedup, speedup_compile = self._speedup(proc, conn, problem, trials[0], references)
+        detail = f"all {len(trials)} trials correct"
+        if speedup:
+            detail += f"; speedup vs eager {speedup:.2f}x"
+        if speedup_compile:
+            detail += f", vs torch.compile {speedup_compile:.2f}x"
+        return _Outcome(VerdictCategory.passed, detail, compiled=True, q=1.0, speedup=speedup,
+                        speedup_compile=speedup_compile, compile_seconds=compile_seconds)
+
+    def _trials(self, proc, conn, trials, scratch: Path, compile_seconds: float) -> _Outcome | None:
+        """Run the correctness trials; an outcome if the candidate failed, else None."""
+        cfg = self.config
         passed = 0
         first_failure = ""
         earlier: list[tuple[Any, list[torch.Tensor]]] = []  # (trial, candidate outputs) seen so far
@@ -266,14 +311,7 @@ class Judge:
             category = VerdictCategory.partial if passed else VerdictCategory.wrong_output
             return _Outcome(category, f"{passed}/{len(trials)} trials correct. First failure: {first_failure}",
                             compiled=True, q=q, compile_seconds=compile_seconds)
-        speedup, speedup_compile = self._speedup(proc, conn, problem, trials[0], references)
-        detail = f"all {len(trials)} trials correct"
-        if speedup:
-            detail += f"; speedup vs eager {speedup:.2f}x"
-        if speedup_compile:
-            detail += f", vs torch.compile {speedup_compile:.2f}x"
-        return _Outcome(VerdictCategory.passed, detail, compiled=True, q=1.0, speedup=speedup,
-                        speedup_compile=speedup_compile, compile_seconds=compile_seconds)
+        return None
 
     def _legality(self, result: dict[str, Any]) -> tuple[str, str] | None:
         bad = forbidden_ops(result["ops"])

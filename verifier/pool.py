@@ -18,7 +18,7 @@ import torch
 
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, content_hash
-from verifier.judge import DeviceSlots, Judge
+from verifier.judge import Devices, Judge
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
 HARNESS_VERSION = "1"
@@ -126,16 +126,17 @@ class LocalVerifierPool(VerifierPool):
         self.workers = default_workers(config)
         self.judge = Judge(config, self.cache_dir, base_seed)
         if config.backend == "cuda":
-            # Builds need only CPUs, so many run at once; each GPU runs one candidate at a time.
-            self.slots = DeviceSlots(list(range(self.workers)))
+            # Builds need only CPUs and trials share a GPU well, so many candidates are in flight;
+            # timing takes its GPU alone (Devices.timing).
+            self.devices = Devices(list(range(self.workers)), exclusive_timing=True)
             threads = max(self.workers, config.compile_workers or _cores())
         else:
-            self.slots = DeviceSlots([0] * self.workers)
+            self.devices = Devices([0], exclusive_timing=False)
             threads = self.workers
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="verifier")
 
     def _submit(self, problem: Problem, candidate: Candidate) -> Future:
-        return self._executor.submit(self.judge.verify, problem, candidate, self.slots)
+        return self._executor.submit(self.judge.verify, problem, candidate, self.devices)
 
     def _completed(self, handles: list[Future]) -> Iterator[Verdict]:
         pending = set(handles)

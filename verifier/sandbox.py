@@ -78,6 +78,8 @@ def child_main(conn, job: dict[str, Any]) -> None:
     send, recv = conn.send, conn.recv
     send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
     try:
+        if job["device"] == "cuda":  # "cuda" in the candidate's code means this sandbox's GPU
+            torch.cuda.set_device(job["device_index"])
         _limit_resources(job["memory_limit_mb"], job["device"])
         os.chdir(job["scratch_dir"])
         _redirect_output(os.path.join(job["scratch_dir"], "candidate.log"))
@@ -132,13 +134,6 @@ def child_main(conn, job: dict[str, Any]) -> None:
     def own_calls() -> int:
         return sum(m.kd_calls for m in modules)
 
-    # Built: now wait for a device. Compiles run many at a time; each GPU runs one candidate at a time.
-    send(("built", {"compile_seconds": compile_seconds}))
-    msg = recv()
-    if msg[0] != "device":
-        return
-    if job["device"] == "cuda":
-        torch.cuda.set_device(msg[1])
     try:
         init_inputs = loads(job["init_inputs"])
         torch.manual_seed(job["init_seed"])
@@ -150,7 +145,8 @@ def child_main(conn, job: dict[str, Any]) -> None:
                              "seconds": compile_seconds}))
         return
 
-    send(("ready", {"fast_build": builder is not None and builder.stats.fallbacks == 0,
+    send(("ready", {"compile_seconds": compile_seconds,
+                    "fast_build": builder is not None and builder.stats.fallbacks == 0,
                     "fallbacks": builder.stats.fallback_reasons if builder else [], "own_modules": len(modules)}))
     sync = torch.cuda.synchronize if job["device"] == "cuda" else (lambda: None)
 

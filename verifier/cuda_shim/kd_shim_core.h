@@ -236,7 +236,11 @@ struct CUDAStream {
 };
 namespace cuda {
 inline CUDAStream getCurrentCUDAStream(int device_index = -1) { return CUDAStream{static_cast<cudaStream_t>(kd_shim_stream(device_index))}; }
+// The sandbox already runs on the candidate's device; guards are kept for source compatibility.
+struct CUDAGuard { template <typename T> explicit CUDAGuard(const T&) {} };
+struct OptionalCUDAGuard { OptionalCUDAGuard() = default; template <typename T> explicit OptionalCUDAGuard(const T&) {} };
 }  // namespace cuda
+inline Device device_of(const Tensor& t) { return t.device(); }
 
 inline ScalarType scalar_type_of(ScalarType t) { return t; }
 inline ScalarType scalar_type_of(const DeprecatedType& t) { return t.t; }

@@ -1,0 +1,113 @@
+"""The cuda backend on a real GPU: KernelBench-format CUDA candidates, good, faulty and cheating.
+
+Marked `gpu`: skipped where no CUDA device is visible (CI); run on a GPU box, results in docs/.
+"""
+
+import pytest
+
+from schemas import load_config
+from schemas.records import Candidate
+from schemas.records import VerdictCategory as V
+from verifier.examples import example_candidate, example_problem
+from verifier.judge import Judge
+from verifier.pool import LocalVerifierPool
+
+pytestmark = pytest.mark.gpu
+
+KERNEL = "v * 1.5f + 0.25f"  # the scale_shift problem
+
+
+def cuda_candidate(body: str = KERNEL, forward: str | None = None, extra: str = "", replace=()) -> Candidate:
+    problem = example_problem("scale_shift", "cuda")
+    cand = example_candidate(problem, "cuda", body)
+    source = cand.source
+    if forward:
+        source = source.replace("return scale_shift_ext.scale_shift_cuda(x.contiguous())", forward)
+    for old, new in replace:
+        assert old in source, old
+        source = source.replace(old, new)
+    source = extra + source
+    return Candidate(id=Candidate.make_id(problem.id, source, "cuda"), problem_id=problem.id, source=source,
+                     backend="cuda")
+
+
+CUDA_RED_TEAM = {
+    "correct": (cuda_candidate(), V.passed, None),
+    "wrong_output": (cuda_candidate("v * 1.5f"), V.wrong_output, None),
+    "compile_error": (cuda_candidate("v * undefined_scale"), V.compile_error, None),
+    "unwritten_memory": (cuda_candidate(replace=[("if (idx < size) {", "if (idx < size && idx % 7) {")]),
+                         V.wrong_output, None),
+    "illegal_address": (cuda_candidate(replace=[("out[idx] = v * 1.5f + 0.25f;",
+                                                 "out[idx + (1 << 30)] = v * 1.5f + 0.25f;")]),
+                        V.runtime_error, None),
+    "kernel_never_ends": (cuda_candidate(replace=[("float v = x[idx];",
+                                                   "float v = x[idx]; while (clock64() >= 0) { }")]),
+                          V.timeout, None),
+    "torch_compute": (cuda_candidate(forward="return x * 1.5 + 0.25"), V.illegal, "torch-compute"),
+    "cublas": (cuda_candidate(replace=[("#include <cuda_runtime.h>", "#include <cuda_runtime.h>\n#include <cublas_v2.h>")]),
+               V.illegal, "library-math"),
+    "side_stream": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
+                                             "auto out = torch::empty_like(x); cudaStream_t s; cudaStreamCreate(&s);")]),
+                    V.illegal, "side-stream"),
+    "aten_in_host_code": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
+                                                   "auto out = torch::relu(x);")]), V.illegal, "torch-compute"),
+    "no_own_kernel": (cuda_candidate(forward="return x.view(x.shape)"), V.illegal, "no-own-kernel"),
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(verifier_cache):
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=10", "verifier.use_cache=false"]).verifier
+    problem = example_problem("scale_shift", "cuda")
+    with LocalVerifierPool(cfg, verifier_cache) as pool:
+        by_id = {v.candidate_id: v for v in pool.verify_many([(problem, c) for c, _, _ in CUDA_RED_TEAM.values()])}
+    return {name: by_id[c.id] for name, (c, _, _) in CUDA_RED_TEAM.items()}
+
+
+@pytest.mark.parametrize("name", sorted(CUDA_RED_TEAM))
+def test_cuda_category_and_rule(verdicts, name):
+    _, category, rule = CUDA_RED_TEAM[name]
+    v = verdicts[name]
+    assert v.category == category, f"{name}: {v.category} {v.detail}"
+    assert v.rule == rule
+
+
+def test_cuda_pass_is_timed_against_eager_and_torch_compile(verdicts):
+    v = verdicts["correct"]
+    assert v.device.startswith("NVIDIA") and v.pass_fraction == 1.0
+    assert v.speedup_vs_eager and v.speedup_vs_eager > 0
+    assert v.speedup_vs_compile and v.speedup_vs_compile > 0
+
+
+def test_cuda_compile_error_points_at_the_candidates_python_line(verdicts):
+    detail = verdicts["compile_error"].detail
+    assert "undefined_scale" in detail and "candidate.py:" in detail
+
+
+def test_fast_path_builds_in_seconds_and_matches_torch_load_inline(verifier_cache, tmp_path):
+    """The kd_shim path (nvcc without torch headers) and torch's load_inline give the same verdict."""
+    problem = example_problem("swish", "cuda")
+    cand = example_candidate(problem, "cuda")
+    fast = Judge(load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier, tmp_path / "fast")
+    slow = Judge(load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false",
+                                    "verifier.fast_build=false"]).verifier, tmp_path / "slow")
+    fast.verify(problem, cand)  # builds the precompiled prelude once
+    v_fast = Judge(fast.config, tmp_path / "fast").verify(
+        problem, example_candidate(problem, "cuda", "(v / (1.f + expf(-v))) + 0.f"))
+    v_slow = slow.verify(problem, cand)
+    assert v_fast.category == v_slow.category == V.passed
+    assert v_fast.compile_seconds < 10 < v_slow.compile_seconds
+
+
+def test_unsupported_host_api_falls_back_and_still_passes(verifier_cache):
+    """Host code beyond the shim (packed accessors) is rebuilt with torch's headers: slower, same verdict."""
+    cand = cuda_candidate(replace=[
+        ("__global__ void scale_shift_kernel(const float* x, float* out, int size) {",
+         "__global__ void scale_shift_kernel(const float* x, float* out, int size, "
+         "torch::PackedTensorAccessor32<float, 1, torch::RestrictPtrTraits> unused) {"),
+        ("x.data_ptr<float>(), out.data_ptr<float>(), size);",
+         "x.data_ptr<float>(), out.data_ptr<float>(), size, "
+         "x.view({-1}).packed_accessor32<float, 1, torch::RestrictPtrTraits>());")])
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier
+    v = Judge(cfg, verifier_cache).verify(example_problem("scale_shift", "cuda"), cand)
+    assert v.category == V.passed, v.detail
