@@ -35,6 +35,8 @@ def run(pairs, backend: str, fast: bool, cache: Path, workers: int, compile_work
     wall = time.perf_counter() - start
     latencies = [v.compile_seconds + v.run_seconds for v in verdicts.values()]
     return {"wall": wall, "verdicts": verdicts, "median_latency": statistics.median(latencies),
+            "median_build": statistics.median(v.compile_seconds for v in verdicts.values()),
+            "median_run": statistics.median(v.run_seconds for v in verdicts.values()),
             "categories": {cid: v.category.value for cid, v in verdicts.items()}}
 
 
@@ -49,27 +51,37 @@ def main() -> None:
 
     pairs = example_set(args.n, args.backend)
     root = Path(tempfile.mkdtemp(prefix="kd-bench-"))
-    results = {}
+    print(f"verify_throughput: backend={args.backend} candidates={len(pairs)}", flush=True)
+    print(f"{'path':<24}{'wall s':>9}{'cand/min':>10}{'median latency s':>18}{'build s':>9}{'run s':>8}"
+          f"{'x baseline':>12}{'same verdicts':>15}", flush=True)
+    baseline = None
+    fast_categories: dict[str, str] = {}
+    fast_phases: list[dict[str, float]] = []
     try:
+        runs = [("fast (cold)", True), ("fast (warm)", True)]
         if not args.skip_baseline:
-            results["load_inline (baseline)"] = run(pairs, args.backend, False, root / "baseline",
-                                                    args.workers, args.compile_workers)
-        results["fast (cold)"] = run(pairs, args.backend, True, root / "fast", args.workers, args.compile_workers)
-        shutil.rmtree(root / "fast" / "builds", ignore_errors=True)  # keep the precompiled header, drop the .so's
-        results["fast (warm)"] = run(pairs, args.backend, True, root / "fast", args.workers, args.compile_workers)
+            runs.insert(0, ("load_inline (baseline)", False))
+        for name, fast in runs:
+            cache = root / ("fast" if fast else "baseline")
+            if name == "fast (warm)":
+                shutil.rmtree(cache / "builds", ignore_errors=True)  # keep the precompiled headers, drop the .so's
+            r = run(pairs, args.backend, fast, cache, args.workers, args.compile_workers)
+            if not fast:
+                baseline = r
+            else:
+                fast_categories = r["categories"]
+                fast_phases = [v.phases for v in r["verdicts"].values() if v.category.value == "pass"]
+            ratio = f"{baseline['wall'] / r['wall']:.1f}x" if baseline else "-"
+            same = "-" if not baseline else ("yes" if r["categories"] == baseline["categories"] else "NO")
+            print(f"{name:<24}{r['wall']:>9.1f}{60 * len(pairs) / r['wall']:>10.1f}{r['median_latency']:>18.2f}"
+                  f"{r['median_build']:>9.2f}{r['median_run']:>8.2f}{ratio:>12}{same:>15}", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-    baseline = results.get("load_inline (baseline)")
-    print(f"\nverify_throughput: backend={args.backend} candidates={len(pairs)}")
-    print(f"{'path':<24}{'wall s':>9}{'cand/min':>10}{'median latency s':>18}{'x baseline':>12}{'same verdicts':>15}")
-    for name, r in results.items():
-        ratio = f"{baseline['wall'] / r['wall']:.1f}x" if baseline else "-"
-        same = "-" if not baseline else ("yes" if r["categories"] == baseline["categories"] else "NO")
-        print(f"{name:<24}{r['wall']:>9.1f}{60 * len(pairs) / r['wall']:>10.1f}{r['median_latency']:>18.2f}"
-              f"{ratio:>12}{same:>15}")
+    if fast_phases:
+        print("median seconds per phase (fast, warm): " + ", ".join(
+            f"{k} {statistics.median(p.get(k, 0.0) for p in fast_phases):.2f}" for k in fast_phases[0]))
     counts: dict[str, int] = {}
-    for category in results["fast (cold)"]["categories"].values():
+    for category in fast_categories.values():
         counts[category] = counts.get(category, 0) + 1
     print(f"verdicts: {counts}")
 

@@ -100,6 +100,7 @@ class Verdict(Record):
     device: str = "cpu"
     rule: str | None = None  # for illegal verdicts: the rule broken
     cached: bool = False
+    phases: dict[str, float] = Field(default_factory=dict)  # seconds per harness phase, as the judge saw them
 
     @property
     def passed(self) -> bool:

@@ -105,9 +105,10 @@ def test_unsupported_host_api_falls_back_and_still_passes(verifier_cache):
         ("__global__ void scale_shift_kernel(const float* x, float* out, int size) {",
          "__global__ void scale_shift_kernel(const float* x, float* out, int size, "
          "torch::PackedTensorAccessor32<float, 1, torch::RestrictPtrTraits> unused) {"),
+        ("auto out = torch::empty_like(x);", "auto out = torch::empty_like(x);\n    auto flat = x.view({-1});"),
         ("x.data_ptr<float>(), out.data_ptr<float>(), size);",
          "x.data_ptr<float>(), out.data_ptr<float>(), size, "
-         "x.view({-1}).packed_accessor32<float, 1, torch::RestrictPtrTraits>());")])
+         "flat.packed_accessor32<float, 1, torch::RestrictPtrTraits>());")])
     cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier
     v = Judge(cfg, verifier_cache).verify(example_problem("scale_shift", "cuda"), cand)
     assert v.category == V.passed, v.detail

@@ -425,10 +425,18 @@ def _first_error(log: str) -> str:
     return errors[0] if errors else log.strip().splitlines()[-1][:200] if log.strip() else "unknown"
 
 
+# torch's load_inline writes the candidate's sources into main.cpp / cuda.cu after a few include lines
+# of its own; errors there are renamed so they read like the fast path's (candidate.cpp / candidate.cu).
+_TORCH_BUILD_FILES = {"main.cpp": (CANDIDATE_FILE, 1), "cuda.cu": (CANDIDATE_CUDA_FILE, 3)}
+
+
 def compiler_errors(log: str, limit: int = 8) -> list[str]:
-    """The first compiler errors of a build log (g++ or nvcc), as `file:line: message` lines."""
+    """The first compiler errors of a build log (g++ or nvcc), as `file:line: error: message` lines."""
     found = []
     for m in _ERROR_LINE.finditer(log):
-        line = m.group("line") or m.group("pline")
-        found.append(f"{m.group('file')}:{line}: error: {m.group('msg').strip()}")
+        file, line = os.path.basename(m.group("file")), int(m.group("line") or m.group("pline"))
+        if file in _TORCH_BUILD_FILES:
+            file, offset = _TORCH_BUILD_FILES[file]
+            line -= offset
+        found.append(f"{file}:{line}: error: {m.group('msg').strip()}")
     return found[:limit]

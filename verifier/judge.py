@@ -38,9 +38,23 @@ SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured bef
 
 def _forkserver_context():
     ctx = multiprocessing.get_context("forkserver")
-    # The server imports torch once; every sandbox forks from it in milliseconds.
+    # The server imports torch and the sandbox (warmed up) once; every sandbox forks from it in
+    # milliseconds. Nothing preloaded may probe CUDA, or forked sandboxes cannot use the GPU.
     ctx.set_forkserver_preload(["torch", "verifier.sandbox"])
     return ctx
+
+
+class _Phases:
+    """Wall-clock seconds spent in each phase of one judgement (reported in Verdict.phases)."""
+
+    def __init__(self):
+        self._last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._last, 4)
+        self._last = now
 
 
 class _SharedExclusive:
@@ -153,7 +167,8 @@ class Judge:
         start = time.perf_counter()
         devices = devices or Devices([0], exclusive_timing=False)
         device_index = devices.assign()
-        outcome = self._static(candidate.source) or self._dynamic(problem, candidate, devices, device_index)
+        phases = _Phases()
+        outcome = self._static(candidate.source) or self._dynamic(problem, candidate, devices, device_index, phases)
         return Verdict(
             candidate_id=candidate.id,
             problem_id=problem.id,
@@ -169,6 +184,7 @@ class Judge:
             run_seconds=max(0.0, time.perf_counter() - start - outcome.compile_seconds),
             device=self.device_name(device_index),
             rule=outcome.rule,
+            phases=phases.seconds,
         )
 
     # -- static checks: milliseconds, no process --------------------------------------------
@@ -190,7 +206,8 @@ class Judge:
         return None
 
     # -- sandboxed build and run ----------------------------------------------------------
-    def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int) -> _Outcome:
+    def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
+                 phases: _Phases) -> _Outcome:
         cfg = self.config
         scratch = Path(tempfile.mkdtemp(prefix=f"cand-{candidate.id[:8]}-", dir=self._scratch_root()))
         job = {
@@ -213,10 +230,11 @@ class Judge:
         proc.start()
         child_conn.close()
         try:
-            return self._drive(proc, parent_conn, problem, scratch, candidate.source, devices, device_index)
+            return self._drive(proc, parent_conn, problem, scratch, candidate.source, devices, device_index, phases)
         finally:
             _terminate(proc, parent_conn)
             shutil.rmtree(scratch, ignore_errors=True)
+            phases.mark("teardown")
 
     def _scratch_root(self) -> Path:
         root = self.cache_dir / "scratch"
@@ -224,13 +242,15 @@ class Judge:
         return root
 
     def _drive(self, proc, conn, problem: Problem, scratch: Path, candidate_source: str, devices: Devices,
-               device_index: int) -> _Outcome:
+               device_index: int, phases: _Phases) -> _Outcome:
         cfg = self.config
         hello = _receive(proc, conn, 120.0)
+        phases.mark("start")
         if hello is None or hello[0] != "hello":
             raise SandboxStartError(f"the sandbox process failed to start (got {hello!r}); if you run the verifier "
                                     "from a script, guard its entry point with `if __name__ == '__main__':`")
         msg = _receive(proc, conn, cfg.compile_timeout_s)
+        phases.mark("build")
         if msg is None:
             return _Outcome(VerdictCategory.timeout, f"building and loading the candidate took longer than "
                             f"{cfg.compile_timeout_s:g} s", compile_seconds=cfg.compile_timeout_s)
@@ -253,12 +273,16 @@ class Judge:
         compile_seconds = msg[1]["compile_seconds"]
         references = self.references(device_index)
         trials = [references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
+        phases.mark("reference")
         with devices.trials(device_index):
             outcome = self._trials(proc, conn, trials, scratch, compile_seconds)
+        phases.mark("trials")
         if outcome is not None:
             return outcome
         with devices.timing(device_index):
+            phases.mark("wait_for_device")
             speedup, speedup_compile = self._speedup(proc, conn, problem, trials[0], references)
+        phases.mark("timing")
         detail = f"all {len(trials)} trials correct"
         if speedup:
             detail += f"; speedup vs eager {speedup:.2f}x"

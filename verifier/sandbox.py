@@ -28,6 +28,15 @@ from verifier.timing import time_calls as _time_calls
 MAX_TRACE = 4000
 
 
+def _warm_up() -> None:
+    """The first TorchDispatchMode use costs ~1 s of lazy imports; pay it once, in the forkserver."""
+    with DispatchRecorder():
+        torch.empty(1).add_(1)
+
+
+_warm_up()
+
+
 def _limit_resources(memory_limit_mb: int, device: str) -> None:
     os.setpgrp()  # lets the judge kill the whole group, compilers included
     if device == "cpu":  # CUDA reserves huge virtual ranges; RLIMIT_AS would break it
