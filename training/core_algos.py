@@ -63,6 +63,46 @@ def tournament_reward(ranks: torch.Tensor) -> torch.Tensor:
     return wins.float() / (group_size - 1)
 
 
+def scalar_tier_reward(passed_turn: torch.Tensor, first: float = 1.0, later: float = 0.5,
+                       fail: float = 0.0) -> torch.Tensor:
+    """GRPO-MT's fixed reward per outcome tier (the "magic numbers" LEAP §3.2 replaces):
+    pass at turn 1 -> `first`, pass at a later turn -> `later`, never -> `fail`.
+
+    passed_turn: (...,) long, 1-based turn of the first pass, 0 if never passed.
+    """
+    return torch.where(passed_turn == 1, torch.tensor(first),
+                       torch.where(passed_turn > 1, torch.tensor(later), torch.tensor(fail))).float()
+
+
+def primeecho_reward(turn_rewards: torch.Tensor, num_turns: torch.Tensor, alpha: float, beta1: float,
+                     beta2: float) -> torch.Tensor:
+    """MusaCoder Eq. 9 (PrimeEcho): R = alpha * s_1 + (1 - alpha) * max_k s_k + b_early, with
+    b_early = beta1 * 1[pass at turn 1] + beta2 * 1[fail at turn 1, pass at turn 2].
+
+    turn_rewards: (B, M) per-turn correctness-first rewards s_k (MusaCoder Eq. 2; a pass is s_k >= 1);
+    num_turns: (B,) turns actually taken (later entries are ignored).
+    """
+    turns = torch.arange(turn_rewards.shape[-1]).unsqueeze(0)
+    taken = turns < num_turns.unsqueeze(-1)
+    best = torch.where(taken, turn_rewards, torch.full_like(turn_rewards, -float("inf"))).max(dim=-1).values
+    passed = (turn_rewards >= 1.0) & taken
+    pass_first = passed[:, 0].float()
+    pass_second = (~passed[:, 0] & passed[:, 1]).float() if turn_rewards.shape[-1] > 1 else torch.zeros_like(pass_first)
+    return alpha * turn_rewards[:, 0] + (1 - alpha) * best + beta1 * pass_first + beta2 * pass_second
+
+
+def mirrorpop_mask(logp: torch.Tensor, rollout_logp: torch.Tensor, mask: torch.Tensor, delta: float) -> torch.Tensor:
+    """MusaCoder Eq. 21 (MirrorPop): keep a sequence only if the mean over its tokens of
+    |log pi_theta - log pi_rollout| is at most `delta`. The absolute value stops positive and
+    negative deviations from cancelling, as they do in the signed mean of vanilla masking.
+
+    All inputs (B, L); returns (B,) bool, True = keep.
+    """
+    m = mask.to(logp.dtype)
+    mean_abs = ((logp - rollout_logp).abs() * m).sum(dim=-1) / m.sum(dim=-1).clamp(min=1.0)
+    return mean_abs <= delta
+
+
 @register_adv_est("grpo")
 def grpo_group_advantage(rewards: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """GRPO: A_i = (R_i - mean(R)) / (std(R) + eps) within each group; zero when all rewards are equal.
@@ -88,17 +128,22 @@ def per_turn_token_advantage(advantages: torch.Tensor, turn_ids: torch.Tensor, n
     return torch.where(turn_ids >= 0, token_adv, torch.zeros_like(token_adv))
 
 
-def aggregate_loss(loss: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
+def aggregate_loss(loss: torch.Tensor, mask: torch.Tensor, mode: str, normalizer: float | None = None) -> torch.Tensor:
     """`token-mean`: every generated token weighs the same. `seq-mean-token-mean` (DAPO's
-    sample-level loss, LEAP's default): each sequence's token mean, then the mean over sequences."""
+    sample-level loss, LEAP's default): each sequence's token mean, then the mean over sequences.
+
+    `normalizer` replaces the local token (or sequence) count: with gradient accumulation, pass the
+    whole mini-batch's count so that micro-batches add up to the mini-batch's loss.
+    """
     mask = mask.to(loss.dtype)
     if mode == "token-mean":
-        return (loss * mask).sum() / mask.sum().clamp(min=1.0)
+        return (loss * mask).sum() / (normalizer if normalizer is not None else mask.sum().clamp(min=1.0))
     if mode == "seq-mean-token-mean":
         per_seq_tokens = mask.sum(dim=-1)
         has_tokens = per_seq_tokens > 0
         per_seq = (loss * mask).sum(dim=-1) / per_seq_tokens.clamp(min=1.0)
-        return per_seq[has_tokens].mean() if has_tokens.any() else loss.sum() * 0.0
+        count = normalizer if normalizer is not None else has_tokens.sum().clamp(min=1)
+        return per_seq[has_tokens].sum() / count
     raise ValueError(f"unknown loss aggregation {mode!r}")
 
 
@@ -110,8 +155,8 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
 
 @register_policy_loss("ppo_clip")
 def ppo_clip_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
-                  clip_low: float = 0.2, clip_high: float = 0.28,
-                  agg: str = "seq-mean-token-mean") -> tuple[torch.Tensor, dict[str, float]]:
+                  clip_low: float = 0.2, clip_high: float = 0.28, agg: str = "seq-mean-token-mean",
+                  normalizer: float | None = None) -> tuple[torch.Tensor, dict[str, float]]:
     """PPO-clip surrogate with asymmetric clip range [1 - clip_low, 1 + clip_high] (DAPO's clip-higher).
 
     All inputs (B, L); `mask` marks trained tokens. Returns the loss and diagnostics.
@@ -124,4 +169,4 @@ def ppo_clip_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.
         m = mask.bool()
         clip_frac = ((surrogate > clipped) & m).float().sum() / m.float().sum().clamp(min=1.0)
         approx_kl = (0.5 * (logp - old_logp) ** 2 * m).sum() / m.float().sum().clamp(min=1.0)
-    return aggregate_loss(loss, mask, agg), {"clip_frac": float(clip_frac), "approx_kl": float(approx_kl)}
+    return aggregate_loss(loss, mask, agg, normalizer), {"clip_frac": float(clip_frac), "approx_kl": float(approx_kl)}
