@@ -70,8 +70,10 @@ def stage(name: str = typer.Argument(..., help=f"one of: {', '.join(STAGES)}"),
           from_run: Optional[str] = typer.Option(None, "--from-run", help="stage run id of the upstream stage "
                                                  "(default: its latest succeeded run)"),
           config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
-          set_: list[str] = typer.Option([], "--set", help=SET_HELP)) -> None:
-    """Re-run one stage against an earlier stage run; the old runs and their rows stay untouched."""
+          set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+          resume: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted warmup_rl/leap_rl "
+                                               "run from its last checkpoint")) -> None:
+    """Re-run one stage against an earlier stage run (old runs and their rows stay untouched), or resume one."""
     if name not in STAGES:
         _fail(f"unknown stage {name!r}; stages are {', '.join(STAGES)}")
     cfg = _load(config, set_)
@@ -79,7 +81,7 @@ def stage(name: str = typer.Argument(..., help=f"one of: {', '.join(STAGES)}"),
     from warehouse.store import WarehouseError
 
     try:
-        run_id = stage_flow(name=name, from_run=from_run, config_path=config, overrides=set_)
+        run_id = stage_flow(name=name, from_run=from_run, config_path=config, overrides=set_, resume=resume)
     except (WarehouseError, ConfigError) as exc:
         _fail(str(exc))
     console.print(f"\n[bold green]{name} finished:[/] {run_id}")

@@ -11,14 +11,22 @@ from tasks.common import Home
 from warehouse.store import Warehouse
 
 
+RESUMABLE = ("warmup_rl", "leap_rl")
+
+
 @flow(name="kerneldojo-stage", log_prints=True)
 def stage(name: str, from_run: str | None = None, config_path: str | None = None,
-          overrides: list[str] | None = None) -> str:
+          overrides: list[str] | None = None, resume: str | None = None) -> str:
     """Re-run one stage. `from_run` is a succeeded run of its upstream stage; when omitted, the
-    latest succeeded one is used. Returns the new stage run id."""
+    latest succeeded one is used. `resume` continues an interrupted RL run from its last checkpoint.
+    Returns the stage run id."""
     if name not in STAGES:
         raise ConfigError(f"unknown stage {name!r}; stages are {', '.join(STAGES)}")
     config = load_config(config_path, overrides)
+    if resume:
+        if name not in RESUMABLE:
+            raise ConfigError(f"only {' and '.join(RESUMABLE)} can resume; re-run {name!r} instead")
+        return STAGE_TASKS[name](config, None, resume=resume)
     if name == "synthesize":
         return STAGE_TASKS[name](config)
     if from_run is None:

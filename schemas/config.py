@@ -126,36 +126,107 @@ class RFTConfig(StrictModel):
     max_length: int = Field(2048, ge=64)
 
 
+class BDRConfig(StrictModel):
+    """Buffered Dynamic Retry (MusaCoder): failed kernels of all-failed groups become repair tasks."""
+
+    enabled: bool = False
+    capacity: int = Field(64, ge=1, description="FIFO buffer size")
+    p_buf: float = Field(0.25, ge=0, le=1, description="chance that a batch slot draws a buffered repair task")
+
+
+class MirrorPopConfig(StrictModel):
+    """MirrorPop (MusaCoder Eq. 21): drop sequences whose mean |log pi_theta - log pi_rollout| exceeds delta."""
+
+    enabled: bool = True
+    delta: float = Field(0.5, gt=0)
+
+
 class PolicyOptimConfig(StrictModel):
-    """Shared by the two RL stages: sampling, PPO-clip surrogate, optimiser."""
+    """Shared by the two RL stages: sampling, engines, PPO-clip surrogate, optimiser, checkpoints."""
 
     steps: int = Field(2, ge=1)
     prompts_per_step: int = Field(4, ge=1)
     group_size: int = Field(4, ge=2)
     generation: GenerationConfig = GenerationConfig()
+    rollout_engine: Literal["hf", "vllm"] = "hf"
+    train_engine: Literal["torch", "deepspeed"] = "torch"
+    zero_stage: Literal[2, 3] = 2
+    bf16: bool = Field(True, description="bf16 autocast when training on a GPU")
     learning_rate: float = Field(1e-4, gt=0)
     clip_low: float = Field(0.2, ge=0)
     clip_high: float = Field(0.28, ge=0)
     loss_agg: Literal["seq-mean-token-mean", "token-mean"] = "seq-mean-token-mean"
     kl_coef: float = Field(0.0, ge=0)
     ppo_epochs: int = Field(1, ge=1)
-    micro_batch_size: int = Field(4, ge=1)
+    mini_batch_size: int = Field(0, ge=0, description="rollouts per optimiser step; 0 = all of the step's rollouts")
+    micro_batch_size: int = Field(4, ge=1, description="rollouts per forward/backward (gradient accumulation)")
     grad_clip: float = Field(1.0, gt=0)
     adv_eps: float = Field(1e-6, gt=0)
+    bdr: BDRConfig = BDRConfig()
+    mirrorpop: MirrorPopConfig = MirrorPopConfig()
+    checkpoint_every: int = Field(1, ge=1, description="steps between resumable checkpoints")
 
 
 class WarmupRLConfig(PolicyOptimConfig):
     """Single-turn GRPO with the correctness-first reward."""
 
 
-class LeapRLConfig(PolicyOptimConfig):
-    """Multi-turn GRPO with DCP, the rank-based tournament reward and per-turn advantages."""
+class ScalarRewardConfig(StrictModel):
+    """GRPO-MT's fixed reward per outcome tier."""
 
+    first: float = 1.0
+    later: float = 0.5
+    fail: float = 0.0
+
+
+class PrimeEchoConfig(StrictModel):
+    """MusaCoder Eq. 9 constants."""
+
+    alpha: float = Field(0.7, ge=0, le=1)
+    beta1: float = 0.2
+    beta2: float = 0.1
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        merged[key] = _deep_merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
+    return merged
+
+
+# The papers' baselines as named settings of gate, reward and turns (LEAP Tables 1 and 5).
+LEAP_PRESETS: dict[str, dict[str, Any]] = {
+    "leap": {"gate": "dcp", "reward": "rank"},
+    "grpo": {"max_turns": 1, "reward": "scalar"},
+    "grpo_mt": {"gate": "all", "reward": "scalar"},
+    "full": {"gate": "all", "reward": "rank"},
+    "murphy": {"gate": "all", "reward": "primeecho", "primeecho": {"alpha": 0.0, "beta1": 0.0, "beta2": 0.0}},
+}
+
+
+class LeapRLConfig(PolicyOptimConfig):
+    """Multi-turn GRPO: DCP gate, rank-based tournament reward, discounted per-turn advantages (LEAP),
+    with MusaCoder's PrimeEcho, BDR and MirrorPop as switches. `preset` fills in a paper baseline."""
+
+    preset: Literal["leap", "grpo", "grpo_mt", "full", "murphy"] | None = None
     max_turns: int = Field(3, ge=1)
+    gate: Literal["dcp", "all"] = Field("dcp", description="dcp: LEAP's gate; all: every group may debug")
     tau_min: int = Field(1, ge=0)
     tau_max: int = Field(3, ge=0)
     gamma: float = Field(0.9, gt=0, le=1)
-    reward: Literal["rank"] = "rank"
+    reward: Literal["rank", "scalar", "primeecho"] = "rank"
+    scalar_rewards: ScalarRewardConfig = ScalarRewardConfig()
+    primeecho: PrimeEchoConfig = PrimeEchoConfig()
+    bdr: BDRConfig = BDRConfig(enabled=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset"):
+            preset = LEAP_PRESETS.get(data["preset"])
+            if preset is not None:  # unknown names are reported by the Literal check
+                data = _deep_merge(preset, data)  # keys given explicitly win over the preset
+        return data
 
     @model_validator(mode="after")
     def _tau_order(self) -> "LeapRLConfig":

@@ -21,7 +21,7 @@ from schemas.config import UPSTREAM, PipelineConfig, config_hash
 from schemas.records import Candidate, Problem, StageStatus, Verdict
 from verifier.pool import VerifierPool, make_pool
 from verifier.reward import correctness_first_reward
-from warehouse.store import Warehouse
+from warehouse.store import Warehouse, WarehouseError
 from warehouse.tracking import RunLogger, Tracker
 
 console = Console(stderr=True)
@@ -138,23 +138,34 @@ def progress_bar(description: str, total: int | None) -> Iterator:
 
 
 @contextmanager
-def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str],
-              pipeline_mlflow_run_id: str | None = None, pipeline_run_id: str | None = None) -> Iterator[StageContext]:
+def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipeline_mlflow_run_id: str | None = None,
+              pipeline_run_id: str | None = None, resume_run_id: str | None = None) -> Iterator[StageContext]:
     """Record a stage run around its body: warehouse row + nested MLflow run; failed on any exception.
 
-    Outputs a later stage reads are only taken from runs that end `succeeded`.
+    Outputs a later stage reads are only taken from runs that end `succeeded`. With `resume_run_id`, an
+    interrupted run is reopened instead, under the config it recorded.
     """
     home = Home.of(config)
     warehouse = Warehouse(home.warehouse_path)
-    for parent in parent_ids:  # never build on a failed or running parent, nor on the wrong stage
-        warehouse.succeeded_run(parent, stage=UPSTREAM.get(stage))
     tracker = Tracker(home.root)
-    resolved = config.stage_config(stage)
-    run = warehouse.begin_stage_run(stage, resolved, config_hash(resolved), parent_ids, pipeline_run_id)
-    logger = tracker.start_run(f"{stage}:{run.id}", params=resolved, parent_run_id=pipeline_mlflow_run_id,
-                               tags={"kerneldojo.stage": stage, "kerneldojo.stage_run_id": run.id,
-                                     "kerneldojo.parents": ",".join(parent_ids)})
-    warehouse.set_mlflow_run(run.id, logger.run_id)
+    if resume_run_id:
+        run = warehouse.stage_run(resume_run_id)
+        if run.stage != stage:
+            raise WarehouseError(f"stage run {run.id} is a {run.stage!r} run, not {stage!r}")
+        if run.status == StageStatus.succeeded:
+            raise WarehouseError(f"stage run {run.id} already succeeded; nothing to resume")
+        config = PipelineConfig.model_validate({**config.model_dump(), **run.config})
+        warehouse.reopen_stage_run(run.id)
+        logger = tracker.resume_run(run.mlflow_run_id) if run.mlflow_run_id else tracker.start_run(f"{stage}:{run.id}")
+    else:
+        for parent in parent_ids:  # never build on a failed or running parent, nor on the wrong stage
+            warehouse.succeeded_run(parent, stage=UPSTREAM.get(stage))
+        resolved = config.stage_config(stage)
+        run = warehouse.begin_stage_run(stage, resolved, config_hash(resolved), parent_ids, pipeline_run_id)
+        logger = tracker.start_run(f"{stage}:{run.id}", params=resolved, parent_run_id=pipeline_mlflow_run_id,
+                                   tags={"kerneldojo.stage": stage, "kerneldojo.stage_run_id": run.id,
+                                         "kerneldojo.parents": ",".join(parent_ids)})
+        warehouse.set_mlflow_run(run.id, logger.run_id)
     ctx = StageContext(stage, run.id, config, home, warehouse, logger)
     started = time.perf_counter()
     console.rule(f"[bold cyan]{stage}[/] {run.id}")

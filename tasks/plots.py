@@ -39,3 +39,25 @@ def line_chart(series: dict[str, list[tuple[float, float]]], title: str, xlabel:
 
 def close(fig) -> None:
     plt.close(fig)
+
+
+def rollout_composition(counts: dict[str, int], title: str):
+    """LEAP Fig. 4 kind: share of nonzero-advantage rollouts by outcome and advantage sign, per pass-rate bucket.
+
+    counts keys: "<bucket>|<outcome>|<sign>"."""
+    buckets = sorted({k.split("|")[0] for k in counts})
+    kinds = sorted({"|".join(k.split("|")[1:]) for k in counts})
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    bottoms = [0.0] * len(buckets)
+    for kind in kinds:
+        totals = [sum(v for k, v in counts.items() if k.startswith(b + "|")) or 1 for b in buckets]
+        shares = [100.0 * counts.get(f"{b}|{kind}", 0) / t for b, t in zip(buckets, totals)]
+        ax.bar(buckets, shares, bottom=bottoms, label=kind.replace("|", ", A"))
+        bottoms = [b + s for b, s in zip(bottoms, shares)]
+    ax.set_title(title)
+    ax.set_xlabel("group pass rate")
+    ax.set_ylabel("% of nonzero-advantage rollouts")
+    if kinds:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    return fig

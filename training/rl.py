@@ -1,15 +1,19 @@
-"""The policy trainer and the two RL stages' step functions.
+"""The policy trainer, the BDR repair buffer and the two RL stages' step functions.
 
 `warmup_step`: single-turn GRPO with the correctness-first reward (MusaCoder).
-`leap_step`: multi-turn rollouts gated by DCP, the rank-based tournament reward and
-discounted per-turn advantages (LEAP). Both end in the same PPO-clip update.
+`leap_step`: multi-turn rollouts behind the DCP gate, with the rank-based tournament reward,
+scalar (GRPO-MT) or PrimeEcho rewards, and discounted per-turn advantages (LEAP). Both end
+in the same PPO-clip update, with MirrorPop masking and gradient accumulation.
 """
 
 from __future__ import annotations
 
+import random
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -21,23 +25,83 @@ from training.core_algos import (
     POLICY_LOSSES,
     dcp_gate,
     k3_kl,
+    mirrorpop_mask,
     per_turn_token_advantage,
+    primeecho_reward,
     rollout_rank,
+    scalar_tier_reward,
     tournament_reward,
 )
-from training.rollout import HFRolloutEngine, Rollout, VerifyBatch, multi_turn_rollouts
+from training.prompts import feedback_message
+from training.rollout import Rollout, RolloutEngine, Task, VerifyBatch, multi_turn_rollouts
 from verifier.reward import correctness_first_reward
 
 
+# -- optimiser backends --------------------------------------------------------------------
+class _TorchBackend:
+    def __init__(self, model, config: PolicyOptimConfig):
+        self.model = model
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
+        self.grad_clip = config.grad_clip
+
+    def backward(self, loss: torch.Tensor) -> None:
+        loss.backward()
+
+    def step(self) -> None:
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state)
+
+
+class _DeepSpeedBackend:
+    """DeepSpeed ZeRO-2/3 (the `gpu` extra); accumulation is done by this trainer, not by DeepSpeed."""
+
+    def __init__(self, model, config: PolicyOptimConfig):
+        try:
+            import deepspeed
+        except ImportError as exc:
+            raise RuntimeError("train_engine: deepspeed needs the `deepspeed` package: "
+                               "pip install 'kerneldojo[gpu]'") from exc
+        ds_config = {
+            "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+            "gradient_clipping": config.grad_clip, "zero_optimization": {"stage": config.zero_stage},
+            "bf16": {"enabled": config.bf16 and torch.cuda.is_available()},
+            "optimizer": {"type": "AdamW", "params": {"lr": config.learning_rate, "weight_decay": 0.0}},
+        }
+        self.engine, self.optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                                                 config=ds_config)
+        self.model = self.engine.module
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.engine.backward(loss)
+
+    def step(self) -> None:
+        self.engine.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state)
+
+
 class PolicyTrainer:
-    """Scores token sequences and applies the PPO-clip update (plain torch, gradient accumulation)."""
+    """Scores token sequences and applies the PPO-clip update: mini-batches of rollouts, each one
+    optimiser step, accumulated over micro-batches; MirrorPop drops off-policy sequences first."""
 
     def __init__(self, model, config: PolicyOptimConfig, pad_token_id: int, device: str = "cpu"):
-        self.model = model
         self.config = config
         self.pad = pad_token_id
         self.device = device
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
+        self.backend = _DeepSpeedBackend(model, config) if config.train_engine == "deepspeed" else _TorchBackend(model, config)
+        self.model = self.backend.model
+        self.updates = 0
         self.ref_model = None
         if config.kl_coef > 0:
             import copy
@@ -45,6 +109,11 @@ class PolicyTrainer:
             self.ref_model = copy.deepcopy(model).eval()
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
+
+    def _autocast(self):
+        if self.device == "cuda" and self.config.bf16:
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return torch.autocast("cpu", enabled=False)
 
     def _batch(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(s) for s in sequences)
@@ -58,55 +127,134 @@ class PolicyTrainer:
     def token_logprobs(self, model, sequences: list[list[int]]) -> torch.Tensor:
         """log pi(token_t | tokens_<t) for t >= 1, aligned to positions 1..L-1; shape (B, L-1)."""
         ids, mask = self._batch(sequences)
-        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        with self._autocast():
+            logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
         return -F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
 
-    def update(self, sequences: list[list[int]], token_advantages: list[torch.Tensor],
-               train_masks: list[torch.Tensor]) -> dict[str, float]:
-        """One PPO-clip pass over the batch in micro-batches; old log-probs are the pre-update policy's."""
-        cfg = self.config
-        loss_fn = POLICY_LOSSES["ppo_clip"]
-        order = list(range(len(sequences)))
+    def _scored(self, model, sequences: list[list[int]]) -> list[torch.Tensor]:
+        out = []
         with torch.no_grad():
-            old = {i: self.token_logprobs(self.model, [sequences[i]])[0] for i in order}
-            ref = {i: self.token_logprobs(self.ref_model, [sequences[i]])[0] for i in order} if self.ref_model else {}
-        stats = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "kl": 0.0}
-        updates = 0
+            for start in range(0, len(sequences), self.config.micro_batch_size):
+                chunk = sequences[start:start + self.config.micro_batch_size]
+                logp = self.token_logprobs(model, chunk)
+                out += [logp[i, : len(s) - 1] for i, s in enumerate(chunk)]
+        return out
+
+    def update(self, sequences: list[list[int]], token_advantages: list[torch.Tensor], train_masks: list[torch.Tensor],
+               rollout_logprobs: list[torch.Tensor] | None = None) -> dict[str, float]:
+        """PPO-clip over the batch. Old log-probs are the pre-update policy's; with MirrorPop, a sequence whose
+        mean |log pi_theta - log pi_rollout| exceeds delta is dropped (MusaCoder Eq. 21)."""
+        cfg = self.config
+        old = self._scored(self.model, sequences)
+        ref = self._scored(self.ref_model, sequences) if self.ref_model is not None else None
+        masks = [m[1:].float() for m in train_masks]  # aligned with log-probs (positions 1..L-1)
+        dropped = 0
+        if cfg.mirrorpop.enabled and rollout_logprobs is not None:
+            for i, (lp, rlp) in enumerate(zip(old, rollout_logprobs)):
+                keep = mirrorpop_mask(lp.view(1, -1), rlp[1:].view(1, -1).to(lp), masks[i].view(1, -1).to(lp),
+                                      cfg.mirrorpop.delta)
+                if not bool(keep[0]) and masks[i].sum() > 0:
+                    masks[i] = torch.zeros_like(masks[i])
+                    dropped += 1
+        stats = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "kl": 0.0, "optimizer_steps": 0.0}
+        micro_batches = 0
+        mini = cfg.mini_batch_size or len(sequences)
         self.model.train()
         for _ in range(cfg.ppo_epochs):
-            for start in range(0, len(order), cfg.micro_batch_size):
-                chunk = order[start:start + cfg.micro_batch_size]
-                self.optimizer.zero_grad(set_to_none=True)
-                logp = self.token_logprobs(self.model, [sequences[i] for i in chunk])
-                width = logp.shape[1]
+            for m_start in range(0, len(sequences), mini):
+                members = list(range(m_start, min(m_start + mini, len(sequences))))
+                if cfg.loss_agg == "token-mean":
+                    normalizer = float(sum(masks[i].sum() for i in members)) or 1.0
+                else:
+                    normalizer = float(sum(bool(masks[i].sum() > 0) for i in members)) or 1.0
+                for start in range(0, len(members), cfg.micro_batch_size):
+                    chunk = members[start:start + cfg.micro_batch_size]
+                    logp = self.token_logprobs(self.model, [sequences[i] for i in chunk])
+                    width = logp.shape[1]
 
-                def pad(tensors: list[torch.Tensor], value: float = 0.0) -> torch.Tensor:
-                    return torch.stack([F.pad(t[1:], (0, width - (len(t) - 1)), value=value) for t in tensors]).to(self.device)
+                    def padded(tensors: list[torch.Tensor]) -> torch.Tensor:
+                        return torch.stack([F.pad(t.float(), (0, width - len(t))) for t in tensors]).to(self.device)
 
-                adv = pad([token_advantages[i] for i in chunk])
-                mask = pad([train_masks[i].float() for i in chunk])
-                old_logp = torch.stack([F.pad(old[i], (0, width - len(old[i]))) for i in chunk])
-                loss, info = loss_fn(logp, old_logp, adv, mask, cfg.clip_low, cfg.clip_high, cfg.loss_agg)
-                if self.ref_model is not None:
-                    ref_logp = torch.stack([F.pad(ref[i], (0, width - len(ref[i]))) for i in chunk])
-                    kl = (k3_kl(logp, ref_logp) * mask).sum() / mask.sum().clamp(min=1.0)
-                    loss = loss + cfg.kl_coef * kl
-                    stats["kl"] += kl.item()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-                self.optimizer.step()
-                stats["loss"] += loss.item()
-                stats["clip_frac"] += info["clip_frac"]
-                stats["approx_kl"] += info["approx_kl"]
-                updates += 1
-        return {k: v / max(updates, 1) for k, v in stats.items()}
+                    adv = padded([token_advantages[i][1:] for i in chunk])
+                    mask = padded([masks[i] for i in chunk])
+                    loss, info = POLICY_LOSSES["ppo_clip"](logp, padded([old[i] for i in chunk]), adv, mask,
+                                                           cfg.clip_low, cfg.clip_high, cfg.loss_agg, normalizer)
+                    if ref is not None:
+                        kl = (k3_kl(logp, padded([ref[i] for i in chunk])) * mask).sum() / mask.sum().clamp(min=1.0)
+                        loss = loss + cfg.kl_coef * kl * len(chunk) / len(members)
+                        stats["kl"] += kl.item()
+                    self.backend.backward(loss)
+                    stats["loss"] += loss.item()
+                    stats["clip_frac"] += info["clip_frac"]
+                    stats["approx_kl"] += info["approx_kl"]
+                    micro_batches += 1
+                self.backend.step()
+                stats["optimizer_steps"] += 1
+        self.updates += 1
+        out = {k: v / max(micro_batches, 1) for k, v in stats.items() if k not in ("loss", "optimizer_steps")}
+        out["loss"] = stats["loss"] / max(stats["optimizer_steps"], 1)  # micro-batch losses add up per step
+        out["optimizer_steps"] = stats["optimizer_steps"]
+        out["mirrorpop_mask_rate"] = dropped / max(len(sequences), 1)
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.backend.state_dict(), "updates": self.updates}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.backend.load_state_dict(state["optimizer"])
+        self.updates = state["updates"]
 
 
+# -- Buffered Dynamic Retry ------------------------------------------------------------------
+class RepairBuffer:
+    """BDR (MusaCoder): a bounded FIFO of repair tasks x' = Compose(x, c-, f-), built from the failed
+    kernels of groups in which every rollout failed; batches draw from it with probability p_buf."""
+
+    def __init__(self, capacity: int):
+        self.items: deque[dict[str, str]] = deque(maxlen=capacity)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def push_failures(self, rollouts: list[Rollout], group_size: int) -> int:
+        """One repair task per all-failed group: its first rollout's last attempt and feedback."""
+        pushed = 0
+        for g in range(0, len(rollouts), group_size):
+            group = rollouts[g:g + group_size]
+            if group and all(r.passed_turn == 0 for r in group) and not group[0].task.is_repair:
+                last = group[0].turns[-1]
+                self.items.append({"problem_id": group[0].problem.id, "completion": last.generation.text,
+                                   "feedback": feedback_message(last.verdict)})
+                pushed += 1
+        return pushed
+
+    def draw(self, problems: list[Problem], p_buf: float, rng: random.Random,
+             by_id: dict[str, Problem]) -> list[Task]:
+        """The step's tasks: each slot takes the oldest buffered repair task with probability p_buf."""
+        tasks = []
+        for problem in problems:
+            if self.items and rng.random() < p_buf:
+                item = self.items.popleft()
+                tasks.append(Task(by_id[item["problem_id"]], item["completion"], item["feedback"]))
+            else:
+                tasks.append(Task(problem))
+        return tasks
+
+    def state(self) -> list[dict[str, str]]:
+        return list(self.items)
+
+    def load(self, items: list[dict[str, str]]) -> None:
+        self.items.clear()
+        self.items.extend(items)
+
+
+# -- steps -------------------------------------------------------------------------------------
 @dataclass
 class StepResult:
     trajectories: list[Trajectory]
     rollouts: list[Rollout]
     metrics: dict[str, float] = field(default_factory=dict)
+    advantages: list[float] = field(default_factory=list)
 
 
 def _trajectories(rollouts: list[Rollout], step: int, ranks: list[int | None], rewards: torch.Tensor,
@@ -124,19 +272,20 @@ def _trajectories(rollouts: list[Rollout], step: int, ranks: list[int | None], r
 
 def _update_from_rollouts(trainer: PolicyTrainer, rollouts: list[Rollout], rollout_adv: torch.Tensor,
                           gamma: float) -> dict[str, float]:
-    sequences, token_adv, masks = [], [], []
+    sequences, token_adv, masks, rollout_logp = [], [], [], []
     for r, a in zip(rollouts, rollout_adv.view(-1)):
         turn_ids = torch.tensor(r.turn_ids)
-        num_turns = torch.tensor([len(r.turns)])
-        adv = per_turn_token_advantage(a.view(1), turn_ids.view(1, -1), num_turns, gamma)[0]
+        adv = per_turn_token_advantage(a.view(1), turn_ids.view(1, -1), torch.tensor([len(r.turns)]), gamma)[0]
         sequences.append(r.tokens)
         token_adv.append(adv)
         masks.append(turn_ids >= 0)
-    return trainer.update(sequences, token_adv, masks)
+        rollout_logp.append(torch.tensor(r.rollout_logprobs))
+    return trainer.update(sequences, token_adv, masks, rollout_logp)
 
 
-def _group_ids(problems: list[Problem], step: int, run_key: str) -> list[str]:
-    return [content_hash(run_key, str(step), p.id, str(g)) for g, p in enumerate(problems)]
+def _group_ids(tasks: list[Task], step: int, run_key: str) -> list[str]:
+    return [content_hash(run_key, str(step), t.problem.id, str(g), "repair" if t.is_repair else "")
+            for g, t in enumerate(tasks)]
 
 
 def _common_metrics(rollouts: list[Rollout], max_turns: int) -> dict[str, float]:
@@ -148,66 +297,8 @@ def _common_metrics(rollouts: list[Rollout], max_turns: int) -> dict[str, float]
     metrics["generated_tokens"] = float(sum(len(t.generation.token_ids) for r in rollouts for t in r.turns))
     compiled = [t.verdict.compiled for r in rollouts for t in r.turns]
     metrics["compile_rate"] = sum(compiled) / max(len(compiled), 1)
+    metrics["repair_tasks"] = float(len({r.group for r in rollouts if r.task.is_repair}))
     return metrics
-
-
-def warmup_step(engine: HFRolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch, problems: list[Problem],
-                config: WarmupRLConfig, reward: RewardConfig, backend: str, step: int, seed: int, run_key: str,
-                on_progress: Callable[[str, int], None] | None = None) -> StepResult:
-    """Single-turn GRPO: G samples per prompt, correctness-first reward (MusaCoder Eq. 2), group advantage."""
-    times = {}
-    t0 = time.perf_counter()
-    rollouts = multi_turn_rollouts(engine, _timed(verify, times), problems, config.group_size, 1, config.generation,
-                                   backend, seed, origin="warmup_rl", on_progress=on_progress)
-    t1 = time.perf_counter()
-    rewards = torch.tensor([correctness_first_reward(r.turns[0].verdict, reward.lam, reward.nu_max)
-                            for r in rollouts]).view(len(problems), config.group_size)
-    advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
-    stats = _update_from_rollouts(trainer, rollouts, advantages, gamma=1.0)
-    t2 = time.perf_counter()
-    metrics = {**_common_metrics(rollouts, 1), **{f"train/{k}": v for k, v in stats.items()},
-               "reward/mean": float(rewards.mean()), "advantage/abs_mean": float(advantages.abs().mean()),
-               "time/verify": times.get("verify", 0.0), "time/generate": (t1 - t0) - times.get("verify", 0.0),
-               "time/train": t2 - t1}
-    trajectories = _trajectories(rollouts, step, [None] * len(rollouts), rewards, advantages,
-                                 _group_ids(problems, step, run_key))
-    return StepResult(trajectories, rollouts, metrics)
-
-
-def leap_step(engine: HFRolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch, problems: list[Problem],
-              config: LeapRLConfig, backend: str, step: int, seed: int, run_key: str,
-              on_progress: Callable[[str, int], None] | None = None) -> StepResult:
-    """LEAP: DCP-gated multi-turn rollouts (Eq. 1-2), ranks (Eq. 4), tournament reward (Eq. 5-6),
-    GRPO advantage, discounted per-turn token advantages (§3.3), PPO-clip update."""
-    times = {}
-    t0 = time.perf_counter()
-    gate = lambda failed: dcp_gate(failed, config.tau_min, config.tau_max)  # noqa: E731
-    rollouts = multi_turn_rollouts(engine, _timed(verify, times), problems, config.group_size, config.max_turns,
-                                   config.generation, backend, seed, origin="leap_rl", gate=gate,
-                                   on_progress=on_progress)
-    t1 = time.perf_counter()
-    passed_turn = torch.tensor([r.passed_turn for r in rollouts]).view(len(problems), config.group_size)
-    ranks = rollout_rank(passed_turn, config.max_turns)
-    rewards = tournament_reward(ranks)
-    advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
-    stats = _update_from_rollouts(trainer, rollouts, advantages, config.gamma)
-    t2 = time.perf_counter()
-    gated_groups = {r.group for r in rollouts if r.gated}
-    first_failed = [r for r in rollouts if r.gated and not r.turns[0].verdict.passed]
-    recovered = [r for r in first_failed if r.passed_turn > 1]
-    groups_recovered = {r.group for r in recovered}
-    passes = [r.passed_turn for r in rollouts if r.passed_turn > 0]
-    metrics = {**_common_metrics(rollouts, config.max_turns), **{f"train/{k}": v for k, v in stats.items()},
-               "dcp/activated_groups_pct": 100.0 * len(gated_groups) / max(len(problems), 1),
-               "recovery/per_rollout": len(recovered) / max(len(first_failed), 1),
-               "recovery/per_group": len(groups_recovered) / max(len(gated_groups), 1),
-               "turns_per_pass": sum(passes) / len(passes) if passes else 0.0,
-               "reward/mean": float(rewards.mean()), "advantage/abs_mean": float(advantages.abs().mean()),
-               "time/verify": times.get("verify", 0.0), "time/generate": (t1 - t0) - times.get("verify", 0.0),
-               "time/train": t2 - t1}
-    trajectories = _trajectories(rollouts, step, ranks.view(-1).tolist(), rewards, advantages,
-                                 _group_ids(problems, step, run_key))
-    return StepResult(trajectories, rollouts, metrics)
 
 
 def _timed(verify: VerifyBatch, times: dict[str, float]) -> VerifyBatch:
@@ -220,10 +311,88 @@ def _timed(verify: VerifyBatch, times: dict[str, float]) -> VerifyBatch:
     return wrapped
 
 
+def _time_split(t0: float, t1: float, t2: float, times: dict[str, float]) -> dict[str, float]:
+    return {"time/verify": times.get("verify", 0.0), "time/generate": (t1 - t0) - times.get("verify", 0.0),
+            "time/train": t2 - t1}
+
+
+def warmup_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch, tasks: list[Task],
+                config: WarmupRLConfig, reward: RewardConfig, backend: str, step: int, seed: int, run_key: str,
+                on_progress: Callable[[str, int], None] | None = None) -> StepResult:
+    """Single-turn GRPO: G samples per prompt, correctness-first reward (MusaCoder Eq. 2), group advantage."""
+    times: dict[str, float] = {}
+    t0 = time.perf_counter()
+    rollouts = multi_turn_rollouts(engine, _timed(verify, times), tasks, config.group_size, 1, config.generation,
+                                   backend, seed, origin="warmup_rl", on_progress=on_progress)
+    t1 = time.perf_counter()
+    rewards = torch.tensor([correctness_first_reward(r.turns[0].verdict, reward.lam, reward.nu_max)
+                            for r in rollouts]).view(len(tasks), config.group_size)
+    advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
+    stats = _update_from_rollouts(trainer, rollouts, advantages, gamma=1.0)
+    t2 = time.perf_counter()
+    metrics = {**_common_metrics(rollouts, 1), **{f"train/{k}": v for k, v in stats.items()},
+               "reward/mean": float(rewards.mean()), "advantage/abs_mean": float(advantages.abs().mean()),
+               **_time_split(t0, t1, t2, times)}
+    trajectories = _trajectories(rollouts, step, [None] * len(rollouts), rewards, advantages,
+                                 _group_ids(tasks, step, run_key))
+    return StepResult(trajectories, rollouts, metrics, advantages.view(-1).tolist())
+
+
+def leap_rewards(rollouts: list[Rollout], config: LeapRLConfig, reward: RewardConfig,
+                 n_groups: int) -> tuple[torch.Tensor, list[int | None]]:
+    """(n_groups, G) rewards by `config.reward`, and the ranks (LEAP Eq. 4) where the rank reward is used."""
+    passed_turn = torch.tensor([r.passed_turn for r in rollouts]).view(n_groups, config.group_size)
+    if config.reward == "rank":
+        ranks = rollout_rank(passed_turn, config.max_turns)
+        return tournament_reward(ranks), ranks.view(-1).tolist()
+    if config.reward == "scalar":
+        s = config.scalar_rewards
+        return scalar_tier_reward(passed_turn, s.first, s.later, s.fail), [None] * len(rollouts)
+    turn_rewards = torch.full((len(rollouts), config.max_turns), -1.0)
+    for i, r in enumerate(rollouts):
+        for t, turn in enumerate(r.turns):
+            turn_rewards[i, t] = correctness_first_reward(turn.verdict, reward.lam, reward.nu_max)
+    p = config.primeecho
+    values = primeecho_reward(turn_rewards, torch.tensor([len(r.turns) for r in rollouts]), p.alpha, p.beta1, p.beta2)
+    return values.view(n_groups, config.group_size), [None] * len(rollouts)
+
+
+def leap_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch, tasks: list[Task],
+              config: LeapRLConfig, reward: RewardConfig, backend: str, step: int, seed: int, run_key: str,
+              on_progress: Callable[[str, int], None] | None = None) -> StepResult:
+    """LEAP: gated multi-turn rollouts (DCP, Eq. 1-2, or every group), the configured reward (rank:
+    Eq. 4-6; scalar; PrimeEcho: MusaCoder Eq. 9), GRPO advantage, per-turn advantages (§3.3), PPO-clip."""
+    times: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if config.gate == "dcp":
+        gate = lambda failed: dcp_gate(failed, config.tau_min, config.tau_max)  # noqa: E731
+    else:
+        gate = None  # every group may debug (Full, GRPO-MT, MURPHY-style)
+    rollouts = multi_turn_rollouts(engine, _timed(verify, times), tasks, config.group_size, config.max_turns,
+                                   config.generation, backend, seed, origin="leap_rl", gate=gate,
+                                   on_progress=on_progress)
+    t1 = time.perf_counter()
+    rewards, ranks = leap_rewards(rollouts, config, reward, len(tasks))
+    advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
+    stats = _update_from_rollouts(trainer, rollouts, advantages, config.gamma)
+    t2 = time.perf_counter()
+    gated_groups = {r.group for r in rollouts if r.gated}
+    first_failed = [r for r in rollouts if r.gated and not r.turns[0].verdict.passed]
+    recovered = [r for r in first_failed if r.passed_turn > 1]
+    passes = [r.passed_turn for r in rollouts if r.passed_turn > 0]
+    metrics = {**_common_metrics(rollouts, config.max_turns), **{f"train/{k}": v for k, v in stats.items()},
+               "dcp/activated_groups_pct": 100.0 * len(gated_groups) / max(len(tasks), 1),
+               "recovery/per_rollout": len(recovered) / max(len(first_failed), 1),
+               "recovery/per_group": len({r.group for r in recovered}) / max(len(gated_groups), 1),
+               "turns_per_pass": sum(passes) / len(passes) if passes else 0.0,
+               "reward/mean": float(rewards.mean()), "advantage/abs_mean": float(advantages.abs().mean()),
+               **_time_split(t0, t1, t2, times)}
+    trajectories = _trajectories(rollouts, step, ranks, rewards, advantages, _group_ids(tasks, step, run_key))
+    return StepResult(trajectories, rollouts, metrics, advantages.view(-1).tolist())
+
+
 def sample_problems(problems: list[Problem], n: int, step: int, seed: int) -> list[Problem]:
     """Round-robin over a seeded shuffle, so every problem is seen before any repeats."""
-    import random
-
     order = list(problems)
     random.Random(seed).shuffle(order)
     start = (step * n) % len(order)

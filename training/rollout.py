@@ -1,15 +1,17 @@
-"""Rollouts: an HF `generate` engine and the multi-turn rollout manager.
+"""Rollouts: sampling engines (HF `generate`, vLLM) and the multi-turn rollout manager.
 
-The manager keeps exact token ids: every turn continues from the previous
-context plus the generated tokens plus the verifier's feedback turn, so the
-sequence the trainer scores is exactly the one that was sampled. Each token is
-tagged with its generated turn (or -1 for prompt and feedback tokens).
+The manager keeps exact token ids: every turn continues from the previous context plus
+the generated tokens plus the verifier's feedback turn, so the sequence the trainer
+scores is exactly the one that was sampled. Each token is tagged with its generated turn
+(or -1 for prompt, repair context and feedback tokens) and carries the rollout engine's
+log-probability (MirrorPop compares it with the trainer's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
@@ -25,15 +27,28 @@ class Generation:
     token_ids: list[int]
     text: str
     finished: bool  # stopped on the end-of-turn token rather than the length limit
+    logprobs: list[float] = field(default_factory=list)  # the engine's log pi(token), one per token
+
+
+class RolloutEngine(Protocol):
+    tokenizer: object
+
+    def generate(self, contexts: Sequence[list[int]], config: GenerationConfig, seed: int,
+                 on_batch: Callable[[int], None] | None = None) -> list[Generation]: ...
+
+    def sync_weights(self, model) -> None: ...
 
 
 class HFRolloutEngine:
-    """Sampling with `transformers` `generate`; the default engine (vLLM plugs in behind the same method)."""
+    """Sampling with `transformers` `generate` on the training model itself (no weight sync needed)."""
 
     def __init__(self, model, tokenizer, device: str = "cpu"):
         self.model = model
         self.tokenizer = tokenizer
         self.device = device
+
+    def sync_weights(self, model) -> None:
+        self.model = model
 
     @torch.no_grad()
     def generate(self, contexts: Sequence[list[int]], config: GenerationConfig, seed: int,
@@ -54,8 +69,12 @@ class HFRolloutEngine:
             out = self.model.generate(
                 input_ids=ids.to(self.device), attention_mask=mask.to(self.device), do_sample=True,
                 temperature=config.temperature, top_p=config.top_p, top_k=0, max_new_tokens=config.max_new_tokens,
-                pad_token_id=pad, eos_token_id=eos)
-            for row in out[:, width:].tolist():
+                pad_token_id=pad, eos_token_id=eos, output_logits=True, return_dict_in_generate=True)
+            new_tokens = out.sequences[:, width:]
+            # log pi of each sampled token under the raw policy (temperature 1), as the trainer scores it
+            logits = torch.stack(out.logits, dim=1).float()
+            token_logp = torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
+            for row, row_logp in zip(new_tokens.tolist(), token_logp.tolist()):
                 tokens = []
                 finished = False
                 for t in row:
@@ -64,12 +83,69 @@ class HFRolloutEngine:
                         finished = True
                         break
                 text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-                results.append(Generation(tokens, text, finished))
+                results.append(Generation(tokens, text, finished, row_logp[:len(tokens)]))
             if on_batch:
                 on_batch(len(batch))
         if was_training:
             self.model.train()
         return results
+
+
+class VLLMRolloutEngine:
+    """Sampling with vLLM (the `gpu` extra). The policy's weights are pushed into vLLM after every update."""
+
+    def __init__(self, model_path: str, tokenizer, gpu_memory_utilization: float = 0.3):
+        try:
+            from vllm import LLM
+        except ImportError as exc:
+            raise RuntimeError("rollout_engine: vllm needs the `vllm` package: pip install 'kerneldojo[gpu]'") from exc
+        self.tokenizer = tokenizer
+        self.llm = LLM(model=str(model_path), dtype="bfloat16", gpu_memory_utilization=gpu_memory_utilization,
+                       enable_prefix_caching=True)
+
+    def sync_weights(self, model) -> None:
+        weights = [(name, tensor.detach()) for name, tensor in model.state_dict().items()]
+        self.llm.collective_rpc("load_weights", args=(weights,))
+
+    def generate(self, contexts: Sequence[list[int]], config: GenerationConfig, seed: int,
+                 on_batch: Callable[[int], None] | None = None) -> list[Generation]:
+        from vllm import SamplingParams
+
+        params = SamplingParams(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_new_tokens,
+                                seed=seed, logprobs=0, stop_token_ids=[self.tokenizer.eos_token_id])
+        outputs = self.llm.generate([{"prompt_token_ids": list(c)} for c in contexts], params, use_tqdm=False)
+        results = []
+        for out in outputs:
+            choice = out.outputs[0]
+            tokens = list(choice.token_ids)
+            logprobs = [entry[t].logprob for t, entry in zip(tokens, choice.logprobs or [])]
+            finished = bool(tokens) and tokens[-1] == self.tokenizer.eos_token_id
+            results.append(Generation(tokens, self.tokenizer.decode(tokens, skip_special_tokens=True), finished,
+                                      logprobs))
+        if on_batch:
+            on_batch(len(contexts))
+        return results
+
+
+@dataclass
+class Task:
+    """What a rollout group starts from: a problem, or a repair task (BDR) that adds an earlier failed
+    attempt and its feedback to the conversation (MusaCoder's x' = Compose(x, c-, f-))."""
+
+    problem: Problem
+    failed_completion: str | None = None
+    feedback: str | None = None
+
+    @property
+    def is_repair(self) -> bool:
+        return self.failed_completion is not None
+
+    def messages(self, backend: str) -> list[dict[str, str]]:
+        messages = prompt_messages(self.problem, backend)
+        if self.is_repair:
+            messages += [{"role": "assistant", "content": self.failed_completion},
+                         {"role": "user", "content": self.feedback}]
+        return messages
 
 
 @dataclass
@@ -82,15 +158,20 @@ class TurnRecord:
 
 @dataclass
 class Rollout:
-    """One trajectory: the token sequence, its per-token turn tags, and the judged turns."""
+    """One trajectory: the token sequence, its per-token turn tags and engine log-probs, and the judged turns."""
 
-    problem: Problem
+    task: Task
     group: int
     index: int  # within the group
     tokens: list[int]
     turn_ids: list[int]
+    rollout_logprobs: list[float]
     turns: list[TurnRecord] = field(default_factory=list)
     gated: bool = False
+
+    @property
+    def problem(self) -> Problem:
+        return self.task.problem
 
     @property
     def passed_turn(self) -> int:
@@ -117,27 +198,27 @@ def feedback_tokens(tokenizer, generation: Generation, verdict: Verdict) -> tupl
     return tokenizer(turn, add_special_tokens=False)["input_ids"], text
 
 
-def prompt_tokens(tokenizer, problem: Problem, backend: str, max_hint_lines: int = 40) -> list[int]:
-    text = tokenizer.apply_chat_template(prompt_messages(problem, backend, max_hint_lines), tokenize=False,
-                                         add_generation_prompt=True)
+def task_tokens(tokenizer, task: Task, backend: str) -> list[int]:
+    text = tokenizer.apply_chat_template(task.messages(backend), tokenize=False, add_generation_prompt=True)
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def multi_turn_rollouts(engine: HFRolloutEngine, verify: VerifyBatch, problems: list[Problem], group_size: int,
+def multi_turn_rollouts(engine: RolloutEngine, verify: VerifyBatch, tasks: list[Task | Problem], group_size: int,
                         max_turns: int, generation: GenerationConfig, backend: str, seed: int, origin: str,
                         gate: Callable[[torch.Tensor], torch.Tensor] | None = None,
                         on_progress: Callable[[str, int], None] | None = None) -> list[Rollout]:
-    """G rollouts per problem; verify the first turn; groups the `gate` opens (all, if None)
-    let each failed rollout read its feedback and try again, up to `max_turns` turns.
+    """G rollouts per task; verify the first turn; groups the `gate` opens (all, if None) let each
+    failed rollout read its feedback and try again, up to `max_turns` turns.
 
     gate: (n_groups, G) bool first-turn failures -> (n_groups,) bool, e.g. the DCP gate.
     """
     tok = engine.tokenizer
+    tasks = [t if isinstance(t, Task) else Task(t) for t in tasks]
     rollouts = []
-    for g, problem in enumerate(problems):
-        base = prompt_tokens(tok, problem, backend)
+    for g, task in enumerate(tasks):
+        base = task_tokens(tok, task, backend)
         for i in range(group_size):
-            rollouts.append(Rollout(problem, g, i, list(base), [-1] * len(base)))
+            rollouts.append(Rollout(task, g, i, list(base), [-1] * len(base), [0.0] * len(base)))
     active = list(rollouts)
     for turn in range(max_turns):
         gens = engine.generate([r.tokens for r in active], generation, seed=seed * 1000 + turn,
@@ -148,11 +229,12 @@ def multi_turn_rollouts(engine: HFRolloutEngine, verify: VerifyBatch, problems: 
         for r, gen, cand, verdict in zip(active, gens, cands, verdicts):
             r.tokens += gen.token_ids
             r.turn_ids += [turn] * len(gen.token_ids)
+            r.rollout_logprobs += gen.logprobs or [0.0] * len(gen.token_ids)
             r.turns.append(TurnRecord(cand, verdict, gen))
         if turn == 0:
             failed = torch.tensor([[not r.turns[0].verdict.passed for r in rollouts[g * group_size:(g + 1) * group_size]]
-                                   for g in range(len(problems))], dtype=torch.bool)
-            opened = gate(failed) if gate is not None else torch.ones(len(problems), dtype=torch.bool)
+                                   for g in range(len(tasks))], dtype=torch.bool)
+            opened = gate(failed) if gate is not None else torch.ones(len(tasks), dtype=torch.bool)
             for r in rollouts:
                 r.gated = bool(opened[r.group])
         active = [r for r in rollouts if r.gated and r.last_failed]
@@ -163,4 +245,5 @@ def multi_turn_rollouts(engine: HFRolloutEngine, verify: VerifyBatch, problems: 
             r.turns[-1].feedback = text
             r.tokens += ids
             r.turn_ids += [-1] * len(ids)
+            r.rollout_logprobs += [0.0] * len(ids)
     return rollouts

@@ -122,6 +122,12 @@ class Warehouse:
             con.execute("UPDATE stage_runs SET status = ?, finished = ?, error = ?, summary = ? WHERE id = ?",
                         [status.value, _now(), error, json.dumps(summary or {}, default=str), run_id])
 
+    def reopen_stage_run(self, run_id: str) -> None:
+        """Mark an interrupted run running again (resume); its rows stay, its end is cleared."""
+        with self.connect() as con:
+            con.execute("UPDATE stage_runs SET status = 'running', finished = NULL, error = NULL WHERE id = ?",
+                        [run_id])
+
     def stage_run(self, run_id: str) -> StageRun:
         with self.connect() as con:
             row = con.execute("SELECT id, stage, status, config, config_hash, parent_ids, mlflow_run_id, "
@@ -273,6 +279,20 @@ class Warehouse:
         if not rows:
             raise WarehouseError(f"stage run {run_id} recorded no {name!r} checkpoint")
         return Path(rows[0]["path"])
+
+    def latest_checkpoint(self, run_id: str, prefix: str = "") -> Path | None:
+        """The highest-step checkpoint of a run whose name starts with `prefix` and that exists on disk."""
+        rows = self._rows("SELECT path FROM checkpoints WHERE stage_run_id = ? AND starts_with(name, ?) "
+                          "ORDER BY step DESC", [run_id, prefix])
+        return next((Path(r["path"]) for r in rows if Path(r["path"]).exists()), None)
+
+    def delete_trajectories_from(self, run_id: str, step: int) -> int:
+        """Drop a resumed run's trajectories of steps >= `step`: they belong to the interrupted attempt."""
+        with self.connect() as con:
+            n = con.execute("SELECT count(*) FROM trajectories WHERE stage_run_id = ? AND step >= ?",
+                            [run_id, step]).fetchone()[0]
+            con.execute("DELETE FROM trajectories WHERE stage_run_id = ? AND step >= ?", [run_id, step])
+        return n
 
     def eval_rows(self, run_id: str) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM eval_results WHERE stage_run_id = ? ORDER BY problem_id, sample, turn",

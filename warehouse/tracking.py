@@ -64,6 +64,10 @@ class Tracker:
             logger.log_params(params)
         return logger
 
+    def resume_run(self, run_id: str) -> "RunLogger":
+        self.client.update_run(run_id, status="RUNNING")
+        return RunLogger(self.client, run_id)
+
     def ui_command(self) -> str:
         return f"mlflow ui --backend-store-uri {self.tracking_uri}"
 

@@ -1,0 +1,52 @@
+"""Resumable RL checkpoints: the policy, the optimiser, RNG states, the BDR buffer, the step counter
+and the run's metric history, written atomically so a kill mid-save leaves the previous one intact."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from training.model import load_policy, save_policy
+
+
+@dataclass
+class RLState:
+    step: int  # the last completed step
+    buffer: list[dict[str, str]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    composition: dict[str, int] = field(default_factory=dict)
+
+
+def save_rl_checkpoint(path: Path, model, tokenizer, trainer, rng: random.Random, state: RLState) -> Path:
+    tmp = path.with_name(path.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    save_policy(model, tokenizer, tmp / "policy")
+    torch.save({"trainer": trainer.state_dict(), "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "python_rng": rng.getstate()}, tmp / "trainer.pt")
+    (tmp / "state.json").write_text(json.dumps({"step": state.step, "buffer": state.buffer,
+                                                "history": state.history, "composition": state.composition}))
+    if path.exists():
+        shutil.rmtree(path)
+    os.replace(tmp, path)
+    return path
+
+
+def load_rl_checkpoint(path: Path, device: str):
+    """(model, tokenizer, trainer state, python RNG state, RLState); restores torch RNG as a side effect."""
+    model, tokenizer = load_policy(path / "policy", device)
+    blob = torch.load(path / "trainer.pt", weights_only=False)  # our own file: optimiser state has tuples
+    torch.set_rng_state(blob["torch_rng"])
+    if blob["cuda_rng"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(blob["cuda_rng"])
+    raw = json.loads((path / "state.json").read_text())
+    state = RLState(step=raw["step"], buffer=raw["buffer"], history=raw["history"], composition=raw["composition"])
+    return model, tokenizer, blob["trainer"], blob["python_rng"], state
