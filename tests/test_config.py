@@ -65,3 +65,16 @@ def test_prefect_yaml_declares_the_pipeline_and_every_stage():
     assert staged == set(STAGES)
     for d in deployments:  # every deployment's config loads
         load_config(ROOT / d["parameters"]["config_path"])
+
+
+def test_leap_presets_set_the_paper_baselines_and_explicit_keys_win():
+    expected = {"leap": ("dcp", "rank", 3), "grpo": ("dcp", "scalar", 1), "grpo_mt": ("all", "scalar", 3),
+                "full": ("all", "rank", 3), "murphy": ("all", "primeecho", 3)}
+    for preset, (gate, reward, turns) in expected.items():
+        cfg = load_config(None, [f"leap_rl.preset={preset}"]).leap_rl
+        assert (cfg.gate, cfg.reward, cfg.max_turns) == (gate, reward, turns), preset
+    murphy = load_config(None, ["leap_rl.preset=murphy", "leap_rl.primeecho.beta1=0.3"]).leap_rl
+    assert (murphy.primeecho.alpha, murphy.primeecho.beta1) == (0.0, 0.3)
+    assert load_config(None, ["leap_rl.preset=full", "leap_rl.reward=scalar"]).leap_rl.reward == "scalar"
+    with pytest.raises(ConfigError, match="preset"):
+        load_config(None, ["leap_rl.preset=ppo"])

@@ -93,3 +93,53 @@ def test_ppo_clip_is_asymmetric():
     neg, _ = ppo_clip_loss(logp, old, -torch.ones(1, 2), mask, clip_low=0.2, clip_high=0.28, agg="token-mean")
     # A < 0: min(-2, -1.28) = -2 and min(-0.5, -0.8) = -0.8
     assert neg.item() == pytest.approx((2.0 + 0.8) / 2)
+
+
+def test_scalar_tier_reward():
+    from training.core_algos import scalar_tier_reward
+
+    assert scalar_tier_reward(torch.tensor([1, 2, 3, 0]), first=1.0, later=0.5, fail=-1.0).tolist() == [1.0, 0.5, 0.5, -1.0]
+
+
+def test_primeecho_hand_computed():
+    from training.core_algos import primeecho_reward
+
+    # s_k per turn (M = 3); a pass is s >= 1. Rows: pass at 1; fail then pass at 2; fail, fail, pass at 3.
+    s = torch.tensor([[2.0, -1.0, -1.0], [-1.0, 1.5, -1.0], [-1.0, -0.5, 1.0]])
+    turns = torch.tensor([1, 2, 3])
+    r = primeecho_reward(s, turns, alpha=0.7, beta1=0.2, beta2=0.1)
+    assert r[0].item() == pytest.approx(0.7 * 2.0 + 0.3 * 2.0 + 0.2)
+    assert r[1].item() == pytest.approx(0.7 * -1.0 + 0.3 * 1.5 + 0.1)
+    assert r[2].item() == pytest.approx(0.7 * -1.0 + 0.3 * 1.0)
+    # the anchor: with alpha high, deferring correctness to turn 3 is worth less than passing at once
+    assert r[2] < r[1] < r[0]
+    # turns not taken are ignored even if they hold larger numbers
+    assert primeecho_reward(torch.tensor([[-1.0, 5.0]]), torch.tensor([1]), 0.5, 0.0, 0.0).item() == pytest.approx(-1.0)
+
+
+def test_mirrorpop_catches_the_cancelling_sequence():
+    from training.core_algos import mirrorpop_mask
+
+    rollout = torch.zeros(2, 6)
+    on_policy = torch.tensor([0.01, -0.02, 0.01, 0.0, 0.02, -0.01])
+    cancelling = torch.tensor([1.0, -1.0, 1.0, -1.0, 1.0, -1.0])  # signed mean 0, every token far off
+    logp = torch.stack([on_policy, cancelling])
+    mask = torch.ones(2, 6)
+    assert mirrorpop_mask(logp, rollout, mask, delta=0.5).tolist() == [True, False]
+    assert ((logp - rollout) * mask).mean(dim=-1).abs().max() < 0.5  # the signed mean would have kept both
+    # tokens outside the mask do not count
+    masked = torch.tensor([[1.0, 1.0, 1.0, 1.0, 1.0, 1.0]])
+    assert mirrorpop_mask(masked * 5, torch.zeros(1, 6), torch.zeros(1, 6), delta=0.5).tolist() == [True]
+
+
+def test_aggregate_loss_normaliser_adds_micro_batches_up():
+    loss = torch.tensor([[1.0, 3.0], [2.0, 0.0], [5.0, 5.0]])
+    mask = torch.tensor([[1, 1], [1, 0], [1, 1]])
+    whole = aggregate_loss(loss, mask, "seq-mean-token-mean")
+    parts = aggregate_loss(loss[:2], mask[:2], "seq-mean-token-mean", normalizer=3) + \
+        aggregate_loss(loss[2:], mask[2:], "seq-mean-token-mean", normalizer=3)
+    assert parts.item() == pytest.approx(whole.item())
+    whole_tok = aggregate_loss(loss, mask, "token-mean")
+    parts_tok = aggregate_loss(loss[:1], mask[:1], "token-mean", normalizer=5) + \
+        aggregate_loss(loss[1:], mask[1:], "token-mean", normalizer=5)
+    assert parts_tok.item() == pytest.approx(whole_tok.item())

@@ -141,3 +141,72 @@ def _config_file(overrides: list[str]) -> str:
     yaml.safe_dump(cfg.model_dump(), path)
     path.close()
     return path.name
+
+
+RL_SMALL = ["leap_rl.prompts_per_step=2", "leap_rl.group_size=3", "leap_rl.generation.max_new_tokens=300"]
+
+
+@pytest.mark.parametrize("preset", ["grpo", "grpo_mt", "full", "murphy"])
+def test_paper_baselines_run_by_config_alone(demo, preset):
+    runs, _, overrides, wh = demo
+    base = [o for o in overrides if not o.startswith("leap_rl.max_turns")]  # let the preset choose the turns
+    run_id = stage(name="leap_rl", from_run=runs["warmup_rl"],
+                   overrides=[*base, *RL_SMALL, "leap_rl.steps=1", f"leap_rl.preset={preset}"])
+    rows = wh.trajectory_rows(run_id)
+    assert len(rows) == 2 * 3
+    if preset == "grpo":
+        assert all(r["num_turns"] == 1 for r in rows)
+    else:  # no pruning: every group may debug, so every first-turn failure gets a second turn
+        assert all(r["gated"] for r in rows)
+        assert all(r["num_turns"] == 3 for r in rows if r["passed_turn"] is None)  # failures use every turn
+
+
+def test_leap_run_killed_mid_way_resumes_from_its_last_checkpoint(demo):
+    """Kill the process during leap_rl; `--resume` continues from the last checkpoint without losing or
+    duplicating trajectories, and the BDR buffer and step counter come back."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    runs, config, overrides, wh = demo
+    steps = 4
+    args = [*overrides, *RL_SMALL, "leap_rl.max_turns=2", f"leap_rl.steps={steps}", "leap_rl.checkpoint_every=1",
+            "leap_rl.bdr.p_buf=1.0"]
+    cmd = [sys.executable, "-m", "flows.cli", "stage", "leap_rl", "--from-run", runs["warmup_rl"]]
+    for a in args:
+        cmd += ["--set", a]
+    before = {r.id for r in wh.stage_runs("leap_rl")}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        run_id, deadline = None, time.monotonic() + 600
+        while time.monotonic() < deadline:
+            new = [r for r in wh.stage_runs("leap_rl") if r.id not in before]
+            if new:
+                run_id = new[0].id
+                checkpoints = Home.of(config).artifacts(run_id) / "checkpoints"
+                if (checkpoints / "step-00001").exists():
+                    break
+            assert proc.poll() is None, "the stage finished before it could be interrupted"
+            time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert run_id is not None and wh.stage_run(run_id).status.value == "running"
+
+    resumed = stage(name="leap_rl", overrides=args, resume=run_id)
+    assert resumed == run_id
+    run = wh.stage_run(run_id)
+    assert run.status.value == "succeeded" and wh.summary(run_id)["resumed"] is True
+    rows = wh.trajectory_rows(run_id)
+    per_step = {s: sum(r["step"] == s for r in rows) for s in range(steps)}
+    assert per_step == {s: 2 * 3 for s in range(steps)}, per_step  # none lost, none duplicated
+    assert len({r["id"] for r in rows}) == len(rows)
+    client = MlflowClient(default_tracking_uri(Home.of(config).root))
+    history = client.get_metric_history(run.mlflow_run_id, "pass_rate/turn_1")
+    assert sorted({m.step for m in history}) == list(range(steps))
+    # steps 0 and 1 were checkpointed before the kill: the resumed run did not redo them
+    assert [m.step for m in history].count(0) == 1 and [m.step for m in history].count(1) == 1
+    artifacts = {a.path for a in client.list_artifacts(run.mlflow_run_id)}
+    assert {"leap_rl_accuracy_vs_time.png", "leap_rl_progress.png"} <= artifacts

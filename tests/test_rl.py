@@ -1,0 +1,148 @@
+"""RL machinery on a real tiny Qwen2 model: the trainer's accumulation and MirrorPop, the BDR buffer,
+reward selection, and clear errors for missing optional engines."""
+
+import copy
+import importlib.util
+import random
+
+import pytest
+import torch
+
+from schemas.config import LeapRLConfig, ModelConfig, PolicyOptimConfig, RewardConfig
+from schemas.records import Problem, Verdict, VerdictCategory
+from training.model import build_model, train_tokenizer
+from training.rl import PolicyTrainer, RepairBuffer, leap_rewards
+from training.rollout import Generation, Rollout, Task, TurnRecord
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    texts = ["torch::Tensor forward(torch::Tensor x) { return x; }", "def forward(self, x):\n    return x\n"] * 4
+    tokenizer = train_tokenizer(texts, 300)
+    cfg = ModelConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256)
+    return build_model(cfg, tokenizer, seed=0), tokenizer
+
+
+def _batch(seed: int = 0, n: int = 6, length: int = 20):
+    g = torch.Generator().manual_seed(seed)
+    sequences = [torch.randint(3, 300, (length - i,), generator=g).tolist() for i in range(n)]
+    advantages = [torch.randn(len(s), generator=g) for s in sequences]
+    masks = [torch.arange(len(s)) >= 5 for s in sequences]  # a 5-token "prompt" per sequence
+    return sequences, advantages, masks
+
+
+@pytest.mark.parametrize("agg", ["seq-mean-token-mean", "token-mean"])
+def test_gradient_accumulation_equals_one_big_batch(tiny, agg):
+    model, tokenizer = tiny
+    sequences, advantages, masks = _batch()
+    results = []
+    for micro in (1, 6):
+        m = copy.deepcopy(model)
+        cfg = PolicyOptimConfig(micro_batch_size=micro, loss_agg=agg, grad_clip=1e9, mirrorpop={"enabled": False})
+        trainer = PolicyTrainer(m, cfg, tokenizer.pad_token_id)
+        # plain SGD makes the update the gradient itself (Adam's first step is ~sign(g), noise-sensitive)
+        trainer.backend.optimizer = torch.optim.SGD(m.parameters(), lr=1.0)
+        stats = trainer.update(sequences, advantages, masks)
+        assert stats["optimizer_steps"] == 1
+        results.append((m, stats["loss"]))
+    (a, loss_a), (b, loss_b) = results
+    assert loss_a == pytest.approx(loss_b, rel=1e-4, abs=1e-6)
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        assert torch.allclose(pa, pb, atol=1e-5)
+
+
+def test_mini_batches_make_several_optimizer_steps(tiny):
+    model, tokenizer = tiny
+    sequences, advantages, masks = _batch()
+    cfg = PolicyOptimConfig(micro_batch_size=2, mini_batch_size=3, ppo_epochs=2, mirrorpop={"enabled": False})
+    stats = PolicyTrainer(copy.deepcopy(model), cfg, tokenizer.pad_token_id).update(sequences, advantages, masks)
+    assert stats["optimizer_steps"] == 4  # 2 mini-batches x 2 epochs
+
+
+def test_trainer_mirrorpop_drops_off_policy_sequences(tiny):
+    model, tokenizer = tiny
+    sequences, advantages, masks = _batch(n=4)
+    trainer = PolicyTrainer(copy.deepcopy(model), PolicyOptimConfig(mirrorpop={"enabled": True, "delta": 0.5}),
+                            tokenizer.pad_token_id)
+    own = [torch.cat([torch.zeros(1), lp]) for lp in trainer._scored(trainer.model, sequences)]
+    drifted = [lp.clone() for lp in own]
+    drifted[1][1::2] += 2.0  # cancelling drift on sequence 1: +2 on odd, -2 on even positions
+    drifted[1][2::2] -= 2.0
+    stats = trainer.update(sequences, advantages, masks, rollout_logprobs=drifted)
+    assert stats["mirrorpop_mask_rate"] == pytest.approx(1 / 4)
+    stats = trainer.update(sequences, advantages, masks, rollout_logprobs=own)
+    assert stats["mirrorpop_mask_rate"] == 0.0
+
+
+def _verdict(passed: bool, category=None) -> Verdict:
+    cat = VerdictCategory.passed if passed else (category or VerdictCategory.wrong_output)
+    return Verdict(candidate_id="c", problem_id="p", compiled=True, correct=passed, legal=True,
+                   pass_fraction=1.0 if passed else 0.0, category=cat, speedup_vs_eager=2.0 if passed else None,
+                   detail="mismatch")
+
+
+def _rollout(problem: Problem, group: int, index: int, outcomes: list[bool]) -> Rollout:
+    from schemas.records import Candidate
+
+    r = Rollout(Task(problem), group, index, [1, 2], [-1, -1], [0.0, 0.0])
+    for t, ok in enumerate(outcomes):
+        cand = Candidate(id=f"c{group}{index}{t}", problem_id=problem.id, source="x")
+        r.turns.append(TurnRecord(cand, _verdict(ok), Generation([5], f"attempt {t}", True, [0.0])))
+    return r
+
+
+PROBLEM = Problem(id="p", source="test", reference="# ref")
+
+
+def _group(outcomes_per_rollout):
+    return [_rollout(PROBLEM, 0, i, o) for i, o in enumerate(outcomes_per_rollout)]
+
+
+def test_leap_rewards_follow_the_configured_reward():
+    rollouts = _group([[True], [False, True], [False, False, True], [False, False, False]])
+    rank = LeapRLConfig(group_size=4, max_turns=3, reward="rank")
+    rewards, ranks = leap_rewards(rollouts, rank, RewardConfig(), 1)
+    assert ranks == [3, 2, 1, 0]
+    assert torch.allclose(rewards[0], torch.tensor([1.0, 1 / 3, -1 / 3, -1.0]))
+    scalar = LeapRLConfig(group_size=4, max_turns=3, reward="scalar", scalar_rewards={"first": 1, "later": 0.4, "fail": 0})
+    assert leap_rewards(rollouts, scalar, RewardConfig(), 1)[0][0].tolist() == pytest.approx([1.0, 0.4, 0.4, 0.0])
+    prime = LeapRLConfig(group_size=4, max_turns=3, reward="primeecho", primeecho={"alpha": 1.0, "beta1": 0.0, "beta2": 0.0})
+    first_turn_only = leap_rewards(rollouts, prime, RewardConfig(lam=0.5, nu_max=4.0), 1)[0][0]
+    assert first_turn_only.tolist() == pytest.approx([2.0, -1.0, -1.0, -1.0])  # alpha = 1: only s_1 counts
+
+
+def test_repair_buffer_is_a_bounded_fifo_fed_by_all_failed_groups():
+    other = Problem(id="q", source="test", reference="# q")
+    buffer = RepairBuffer(capacity=2)
+    mixed = [_rollout(PROBLEM, 0, 0, [True]), _rollout(PROBLEM, 0, 1, [False])]
+    dead = [_rollout(other, 1, 0, [False]), _rollout(other, 1, 1, [False, False])]
+    assert buffer.push_failures(mixed + dead, group_size=2) == 1  # only the all-failed group
+    assert len(buffer) == 1 and buffer.items[0]["problem_id"] == "q"
+    assert "wrong_output" in buffer.items[0]["feedback"] and buffer.items[0]["completion"] == "attempt 0"
+    for _ in range(3):
+        buffer.push_failures(dead, group_size=2)
+    assert len(buffer) == 2  # bounded
+    by_id = {"p": PROBLEM, "q": other}
+    tasks = buffer.draw([PROBLEM, PROBLEM, PROBLEM], p_buf=1.0, rng=random.Random(0), by_id=by_id)
+    assert [t.is_repair for t in tasks] == [True, True, False] and len(buffer) == 0
+    messages = tasks[0].messages("cpu")
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    saved = RepairBuffer(2)
+    saved.load([{"problem_id": "q", "completion": "c", "feedback": "f"}])
+    assert saved.draw([PROBLEM], 0.0, random.Random(0), by_id)[0].is_repair is False  # p_buf = 0: never drawn
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed")
+def test_missing_deepspeed_is_one_clear_error(tiny):
+    model, tokenizer = tiny
+    with pytest.raises(RuntimeError, match=r"pip install 'kerneldojo\[gpu\]'"):
+        PolicyTrainer(model, PolicyOptimConfig(train_engine="deepspeed"), tokenizer.pad_token_id)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
+def test_missing_vllm_is_one_clear_error(tiny):
+    from training.rollout import VLLMRolloutEngine
+
+    with pytest.raises(RuntimeError, match=r"pip install 'kerneldojo\[gpu\]'"):
+        VLLMRolloutEngine("/nonexistent", tiny[1])
