@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
 IGNORE_INDEX = -100
 MetricsCallback = Callable[[dict[str, float], int], None]
@@ -97,6 +97,7 @@ def train_sft(model, tokenizer, examples: list[SFTExample], *, epochs: float, le
         trainer = Trainer(model=model, args=args, train_dataset=encoded,
                           data_collator=PadCollator(tokenizer.pad_token_id),
                           callbacks=[_ReportCallback(on_metrics, on_step)])
+        trainer.remove_callback(PrinterCallback)  # metrics go to on_metrics (MLflow), not to stdout
         output = trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return SFTResult(steps=output.global_step, final_loss=losses[-1] if losses else math.nan,
