@@ -155,7 +155,6 @@ class BuildStats:
     cache_hits: int = 0
     fallbacks: int = 0
     seconds: float = 0.0
-    namespaces: list[str] = field(default_factory=list)
     fallback_reasons: list[str] = field(default_factory=list)
 
 
@@ -287,7 +286,6 @@ class FastInlineBuilder:
         except _ShimGap as gap:
             return self._fallback(str(gap), name, cpp_sources, **full)
         torch.ops.load_library(str(so_path))
-        self.stats.namespaces.append(namespace)
         ops = getattr(torch.ops, namespace)
         module = types.SimpleNamespace(**{f: getattr(ops, f) for f in functions})
         module.__name__ = name
