@@ -91,6 +91,11 @@ class HFRolloutEngine:
         return results
 
 
+def _load_weights_on_worker(worker, weights) -> None:
+    """Runs inside each vLLM worker (`collective_rpc`): copy the trainer's weights into its model."""
+    worker.model_runner.model.load_weights(weights=weights)
+
+
 class VLLMRolloutEngine:
     """Sampling with vLLM (the `gpu` extra). The policy's weights are pushed into vLLM after every update."""
 
@@ -105,7 +110,7 @@ class VLLMRolloutEngine:
 
     def sync_weights(self, model) -> None:
         weights = [(name, tensor.detach()) for name, tensor in model.state_dict().items()]
-        self.llm.collective_rpc("load_weights", args=(weights,))
+        self.llm.collective_rpc(_load_weights_on_worker, args=(weights,))
 
     def generate(self, contexts: Sequence[list[int]], config: GenerationConfig, seed: int,
                  on_batch: Callable[[int], None] | None = None) -> list[Generation]:
