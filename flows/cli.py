@@ -96,6 +96,35 @@ def runs(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFI
     _print_runs(cfg, stage=stage_name)
 
 
+@app.command()
+def export(run_id: str = typer.Argument(..., help="a stage run whose problems or SFT examples to export"),
+           out_dir: str = typer.Argument(..., help="folder for the HF dataset (save_to_disk) and data.parquet"),
+           config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP)) -> None:
+    """Export a run's problems (synthesize, hints) or SFT examples (distill, rft) as a Hugging Face dataset."""
+    import json
+
+    from operators.imports import export_problems, export_rows
+    from tasks.common import Home
+    from warehouse.store import Warehouse, WarehouseError
+
+    cfg = _load(config, [])
+    wh = Warehouse(Home.of(cfg).warehouse_path)
+    try:
+        wh.succeeded_run(run_id)
+    except WarehouseError as exc:
+        _fail(str(exc))
+    if wh.count("problems", run_id):
+        path = export_problems(wh.problems(run_id), out_dir)
+        what = f"{wh.count('problems', run_id)} problems"
+    elif wh.count("sft_examples", run_id):
+        rows = [{**r, "messages": json.dumps(r["messages"])} for r in wh.sft_examples(run_id)]
+        path = export_rows(rows, out_dir)
+        what = f"{len(rows)} SFT examples"
+    else:
+        _fail(f"stage run {run_id} holds no problems or SFT examples to export")
+    console.print(f"exported {what} to {path}/dataset and {path}/data.parquet")
+
+
 def _print_runs(cfg, only: set[str] | None = None, stage: str | None = None) -> None:
     from tasks.common import Home
     from warehouse.store import Warehouse

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from schemas.records import TensorHint
+from schemas.records import TensorHint, content_hash
 
 # Ops torch.export inserts that compute nothing.
 NOOP_TARGETS = {"aten::_assert_tensor_metadata", "aten::_assert_scalar", "aten::sym_constrain_range_for_size"}
@@ -114,12 +114,15 @@ def export_graph(model: torch.nn.Module, inputs: list[Any], kwargs: dict[str, An
 
 
 def export_reference(module) -> ExportedGraph:
-    """Export a loaded KernelBench-format reference module (`Model`, `get_inputs`, `get_init_inputs`)."""
-    torch.manual_seed(0)
-    model = module.Model(*module.get_init_inputs())
-    torch.manual_seed(1)
-    inputs = module.get_inputs()
-    return export_graph(model, inputs)
+    """Export a loaded KernelBench-format reference module (`Model`, `get_inputs`, `get_init_inputs`)
+    with fake tensors: shapes, dtypes and strides without allocating (KernelBench inputs reach GBs)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        torch.manual_seed(0)
+        model = module.Model(*module.get_init_inputs())
+        inputs = module.get_inputs()
+        return export_graph(model, inputs)
 
 
 def tensor_hint(node: torch.fx.Node, op: str) -> TensorHint | None:
@@ -149,3 +152,16 @@ def graph_hints(graph: ExportedGraph) -> list[TensorHint]:
         if (h := tensor_hint(node, f"aten.{op_short_name(node.target)}")) is not None:
             hints.append(h)
     return hints
+
+
+def structural_signature(graph: ExportedGraph) -> str:
+    """Ops and shapes, ignoring names and weights: two problems with equal signatures are duplicates."""
+    parts = []
+    for node in graph.user_inputs:
+        val = node.meta["val"]
+        parts.append(f"in:{list(val.shape)}:{val.dtype}")
+    for node in graph.compute:
+        val = node.meta.get("val")
+        shape = list(val.shape) if isinstance(val, torch.Tensor) else None
+        parts.append(f"{node.target}:{shape}")
+    return content_hash(*parts)

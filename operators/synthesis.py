@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from operators.graph import ExportedGraph, export_graph, op_short_name
+from operators.graph import ExportedGraph, export_graph, op_short_name, structural_signature
 from schemas.config import SynthesizeConfig
 from schemas.records import Problem, Split, content_hash
 
@@ -239,19 +239,6 @@ def _matches_exported(source: str, graph: ExportedGraph) -> bool:
         return False
 
 
-def structural_signature(graph: ExportedGraph) -> str:
-    """Ops and shapes, ignoring names and weights: two problems with equal signatures are duplicates."""
-    parts = []
-    for node in graph.user_inputs:
-        val = node.meta["val"]
-        parts.append(f"in:{list(val.shape)}:{val.dtype}")
-    for node in graph.compute:
-        val = node.meta.get("val")
-        shape = list(val.shape) if isinstance(val, torch.Tensor) else None
-        parts.append(f"{node.target}:{shape}")
-    return content_hash(*parts)
-
-
 def difficulty(graph: ExportedGraph) -> int:
     """Level 1..3 from node count and op kinds (KernelBench-like: single ops, fusions, harder ops)."""
     families = set(graph.families())
@@ -276,6 +263,8 @@ class SynthesisReport:
 def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
                         progress: Callable[[int], None] | None = None) -> tuple[list[Problem], SynthesisReport]:
     """Generate `config.num_problems` distinct, validated problems, reproducibly from `seed`."""
+    if config.num_problems == 0:
+        return [], SynthesisReport()
     session = NNSmithSession.open(cache_dir / "nnsmith", config.ops, config.dtypes)
     rng = random.Random(seed)
     report = SynthesisReport()

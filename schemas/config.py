@@ -65,7 +65,7 @@ TEMPLATE_TEACHER_OPS = ["Abs", "Add", "Sub", "Mul", "Neg", "ReLU", "Sigmoid", "S
 
 
 class SynthesizeConfig(StrictModel):
-    num_problems: int = Field(20, ge=1)
+    num_problems: int = Field(20, ge=0, description="NNSmith problems to synthesize (0: imports only)")
     test_fraction: float = Field(0.2, ge=0.0, lt=1.0)
     max_nodes: int = Field(3, ge=1)
     max_elements: int = Field(1024, ge=1, description="max elements per tensor")
@@ -74,6 +74,16 @@ class SynthesizeConfig(StrictModel):
                            description="NNSmith op names; empty = every op NNSmith offers")
     max_attempts_per_problem: int = Field(20, ge=1)
     generation_timeout_ms: int = Field(2000, ge=100)
+    kernelbench_dir: str | None = Field(None, description="also import the problems of a KernelBench checkout")
+    kernelbench_levels: list[int] = Field(default_factory=list, description="levels to import; empty = all")
+    hf_dataset: str | None = Field(None, description="also import PyTorch modules from a HF dataset (folder, "
+                                   "parquet/json file or name)")
+    hf_code_column: str = "code"
+    hf_limit: int | None = Field(None, ge=1)
+    decontaminate_against: str | None = Field(None, description="a KernelBench checkout: drop problems that "
+                                              "match it structurally or by n-gram overlap")
+    ngram_n: int = Field(13, ge=3)
+    max_ngram_overlap: float = Field(0.5, gt=0, le=1)
 
 
 class HintsConfig(StrictModel):

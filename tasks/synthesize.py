@@ -1,4 +1,5 @@
-"""Stage `synthesize`: NNSmith graphs -> KernelBench-format problems in the warehouse."""
+"""Stage `synthesize`: NNSmith graphs and imported problems (KernelBench, HF datasets), deduplicated and
+decontaminated, into the warehouse."""
 
 from __future__ import annotations
 
@@ -7,10 +8,30 @@ from collections import Counter
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from operators.synthesis import synthesize_problems
+from operators.dedup import deduplicate, decontaminate
+from operators.imports import load_hf_problems, load_kernelbench
+from operators.synthesis import assign_splits, synthesize_problems
 from schemas.config import PipelineConfig
-from tasks.common import progress_bar, stage_run
+from tasks.common import StageContext, progress_bar, stage_run
 from tasks.plots import bar_chart, close
+
+
+def _imported(ctx: StageContext) -> list:
+    cfg = ctx.config.synthesize
+    problems = []
+    if cfg.kernelbench_dir:
+        found, report = load_kernelbench(cfg.kernelbench_dir, cfg.kernelbench_levels or None)
+        problems += found
+        ctx.mlflow.log_metrics({"import/kernelbench": report.imported, "import/kernelbench_skipped": len(report.skipped)})
+        if report.skipped:
+            ctx.mlflow.log_json(report.skipped, "import_kernelbench_skipped.json")
+    if cfg.hf_dataset:
+        found, report = load_hf_problems(cfg.hf_dataset, cfg.hf_code_column, limit=cfg.hf_limit)
+        problems += found
+        ctx.mlflow.log_metrics({"import/hf": report.imported, "import/hf_skipped": len(report.skipped)})
+        if report.skipped:
+            ctx.mlflow.log_json(report.skipped, "import_hf_skipped.json")
+    return assign_splits(problems, cfg.test_fraction, ctx.config.seed) if problems else []
 
 
 def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
@@ -19,11 +40,26 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
         cfg = config.synthesize
         with progress_bar("synthesize problems", cfg.num_problems) as advance:
             problems, report = synthesize_problems(cfg, config.seed, ctx.home.cache, progress=advance)
+        imported = _imported(ctx)
+        # NNSmith problems are structurally distinct already; imports are checked against everything
+        problems, dedup_report = deduplicate(problems + imported, structural=bool(imported))
+        dropped = [d.__dict__ for d in dedup_report.dropped]
+        if cfg.decontaminate_against:
+            benchmark, _ = load_kernelbench(cfg.decontaminate_against)
+            problems, decon_report = decontaminate(problems, benchmark, cfg.ngram_n, cfg.max_ngram_overlap)
+            dropped += [d.__dict__ for d in decon_report.dropped]
+            ctx.mlflow.log_metrics({f"decontaminated/{k}": v for k, v in decon_report.counts().items()})
+        if not problems:
+            raise RuntimeError("no problems: set synthesize.num_problems or an import (kernelbench_dir, hf_dataset)")
         ctx.warehouse.add_problems(ctx.run_id, problems)
+        if dropped:
+            ctx.mlflow.log_json(dropped, "dropped_problems.json")
         families = Counter(f for p in problems for f in p.op_families)
         levels = Counter(p.difficulty for p in problems)
         splits = Counter(p.split.value for p in problems)
+        sources = Counter(p.source for p in problems)
         ctx.mlflow.log_metrics({"problems": len(problems), "attempts": report.attempts, "duplicates": report.duplicates,
+                                "dropped": len(dropped), **{f"source/{k}": v for k, v in sources.items()},
                                 **{f"rejected/{k}": v for k, v in (report.rejected or {}).items()},
                                 **{f"family/{k}": v for k, v in families.items()},
                                 **{f"difficulty/level_{k}": v for k, v in levels.items()},
@@ -35,7 +71,7 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
         ctx.mlflow.log_json([p.model_dump(include={"id", "name", "op_families", "difficulty", "split", "reference"})
                              for p in problems[:5]], "sample_problems.json")
         ctx.summary.update(problems=len(problems), train=splits.get("train", 0), test=splits.get("test", 0),
-                           attempts=report.attempts)
+                           attempts=report.attempts, dropped=len(dropped))
         return ctx.run_id
 
 

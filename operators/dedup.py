@@ -1,0 +1,129 @@
+"""Deduplication and decontamination of problem sets.
+
+- exact: the same program once comments, docstrings and formatting are gone;
+- structural: the same torch.export graph (ops and shapes), whatever the names and weights;
+- decontamination against a benchmark (a KernelBench checkout): structural matches, and n-gram
+  overlap of normalised source above a threshold. Every drop is reported with its reason and match.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from operators.graph import export_reference, structural_signature
+from schemas.records import Problem, content_hash
+from verifier.reference import load_reference_module
+
+_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|\S")
+
+
+def normalized_source(source: str) -> str:
+    """The program without comments, docstrings and formatting (ast round trip)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
+def graph_signature(problem: Problem) -> str | None:
+    """Structural signature from torch.export (fake tensors); None if the reference cannot be exported."""
+    try:
+        return structural_signature(export_reference(load_reference_module(problem.reference, f"sig_{problem.id}")))
+    except Exception:
+        return None
+
+
+def ngrams(source: str, n: int) -> set[str]:
+    tokens = _TOKEN.findall(normalized_source(source))
+    return {" ".join(tokens[i:i + n]) for i in range(max(0, len(tokens) - n + 1))}
+
+
+@dataclass
+class Drop:
+    problem_id: str
+    name: str
+    reason: str  # exact | structure | ngram
+    matched: str
+    score: float = 1.0
+
+
+@dataclass
+class CleanReport:
+    kept: int = 0
+    dropped: list[Drop] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for d in self.dropped:
+            out[d.reason] = out.get(d.reason, 0) + 1
+        return out
+
+
+def deduplicate(problems: list[Problem], structural: bool = True) -> tuple[list[Problem], CleanReport]:
+    """First occurrence wins; later exact or structural duplicates are dropped and reported."""
+    report = CleanReport()
+    kept: list[Problem] = []
+    seen_exact: dict[str, str] = {}
+    seen_graph: dict[str, str] = {}
+    for p in problems:
+        exact = content_hash(normalized_source(p.reference))
+        if exact in seen_exact:
+            report.dropped.append(Drop(p.id, p.name, "exact", seen_exact[exact]))
+            continue
+        signature = graph_signature(p) if structural else None
+        if signature and signature in seen_graph:
+            report.dropped.append(Drop(p.id, p.name, "structure", seen_graph[signature]))
+            continue
+        seen_exact[exact] = p.name or p.id
+        if signature:
+            seen_graph[signature] = p.name or p.id
+        kept.append(p)
+    report.kept = len(kept)
+    return kept, report
+
+
+def decontaminate(problems: list[Problem], benchmark: list[Problem], ngram_n: int = 13,
+                  max_overlap: float = 0.5, structural: bool = True) -> tuple[list[Problem], CleanReport]:
+    """Drop problems that match a benchmark problem structurally or share more than `max_overlap` of
+    their n-grams with one."""
+    report = CleanReport()
+    bench_graph = {}
+    if structural:
+        for b in benchmark:
+            sig = graph_signature(b)
+            if sig:
+                bench_graph.setdefault(sig, b.name or b.id)
+    owners: dict[str, set[int]] = {}
+    bench_ngrams = []
+    for i, b in enumerate(benchmark):
+        grams = ngrams(b.reference, ngram_n)
+        bench_ngrams.append(grams)
+        for g in grams:
+            owners.setdefault(g, set()).add(i)
+    kept = []
+    for p in problems:
+        sig = graph_signature(p) if structural else None
+        if sig and sig in bench_graph:
+            report.dropped.append(Drop(p.id, p.name, "structure", bench_graph[sig]))
+            continue
+        grams = ngrams(p.reference, ngram_n)
+        if grams:
+            hits: dict[int, int] = {}
+            for g in grams:
+                for i in owners.get(g, ()):
+                    hits[i] = hits.get(i, 0) + 1
+            if hits:
+                best, count = max(hits.items(), key=lambda kv: kv[1])
+                overlap = count / len(grams)
+                if overlap > max_overlap:
+                    report.dropped.append(Drop(p.id, p.name, "ngram", benchmark[best].name or benchmark[best].id,
+                                               round(overlap, 3)))
+                    continue
+        kept.append(p)
+    report.kept = len(kept)
+    return kept, report

@@ -1,0 +1,189 @@
+"""Problems from outside NNSmith, and problem/SFT sets out to Hugging Face datasets.
+
+- KernelBench checkouts: every `level<N>/*.py` is a KernelBench-format problem (level = N).
+- Hugging Face datasets of PyTorch modules (a CUDA-Agent-Ops-style set: one column of code holding
+  `Model`, `get_inputs`, `get_init_inputs`), from a `save_to_disk` folder, parquet/json files, or a name.
+- Exports: any list of problems or SFT rows to `save_to_disk` and parquet.
+
+Sources are parsed, not executed: KernelBench inputs reach gigabytes, and shape hints come from
+torch.export under fake tensors (operators/graph.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from operators.graph import OP_FAMILIES
+from schemas.records import Problem
+
+REQUIRED = ("Model", "get_inputs", "get_init_inputs")
+# nn module classes -> op family (module calls do not show up as torch.* functions)
+MODULE_FAMILIES = {
+    "Linear": "matmul", "Bilinear": "matmul", "Conv1d": "convolution", "Conv2d": "convolution",
+    "Conv3d": "convolution", "ConvTranspose1d": "convolution", "ConvTranspose2d": "convolution",
+    "ConvTranspose3d": "convolution", "BatchNorm1d": "normalization", "BatchNorm2d": "normalization",
+    "BatchNorm3d": "normalization", "LayerNorm": "normalization", "GroupNorm": "normalization",
+    "InstanceNorm1d": "normalization", "InstanceNorm2d": "normalization", "InstanceNorm3d": "normalization",
+    "RMSNorm": "normalization", "MaxPool1d": "pooling", "MaxPool2d": "pooling", "MaxPool3d": "pooling",
+    "AvgPool1d": "pooling", "AvgPool2d": "pooling", "AvgPool3d": "pooling", "AdaptiveAvgPool2d": "pooling",
+    "ReLU": "elementwise-unary", "GELU": "elementwise-unary", "Sigmoid": "elementwise-unary",
+    "Tanh": "elementwise-unary", "SiLU": "elementwise-unary", "Softmax": "softmax", "LogSoftmax": "softmax",
+    "Dropout": "elementwise-unary", "LeakyReLU": "elementwise-unary", "Hardtanh": "elementwise-unary",
+    "ELU": "elementwise-unary", "SELU": "elementwise-unary", "Mish": "elementwise-unary",
+    "Hardswish": "elementwise-unary", "Hardsigmoid": "elementwise-unary", "Softplus": "elementwise-unary",
+    "PReLU": "elementwise-unary", "Embedding": "gather", "MultiheadAttention": "attention", "LSTM": "recurrent",
+    "GRU": "recurrent", "RNN": "recurrent", "Transformer": "attention", "TransformerEncoderLayer": "attention",
+}
+EXTRA_FAMILIES = {"scaled_dot_product_attention": "attention", "cumsum": "scan", "cumprod": "scan",
+                  "cross_entropy": "loss", "mse_loss": "loss", "kl_div": "loss", "smooth_l1_loss": "loss",
+                  "triplet_margin_loss": "loss", "hinge_embedding_loss": "loss", "argmax": "reduction",
+                  "argmin": "reduction", "norm": "reduction", "einsum": "matmul", "bmm": "matmul",
+                  "diag": "layout", "log_softmax": "softmax", "selu": "elementwise-unary", "elu": "elementwise-unary",
+                  "softplus": "elementwise-unary", "softsign": "elementwise-unary", "hardsigmoid": "elementwise-unary"}
+
+
+class ImportErrorReport(ValueError):
+    pass
+
+
+def ast_families(source: str) -> list[str]:
+    """Op families from what the source calls (torch.*/F.* functions and nn modules), without running it."""
+    tree = ast.parse(source)
+    families: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if not name:
+                continue
+            if name in MODULE_FAMILIES:
+                families.add(MODULE_FAMILIES[name])
+            elif name in EXTRA_FAMILIES:
+                families.add(EXTRA_FAMILIES[name])
+            elif name in OP_FAMILIES:
+                families.add(OP_FAMILIES[name])
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            families.add("matmul")
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)) \
+                and _inside_forward(tree, node):
+            families.add("elementwise-binary")
+    return sorted(families)
+
+
+def _inside_forward(tree: ast.Module, target: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "forward" and any(n is target for n in ast.walk(node)):
+            return True
+    return False
+
+
+def check_kernelbench_format(source: str) -> str | None:
+    """None when the source parses and defines Model, get_inputs, get_init_inputs at top level; else why not."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return f"does not parse: {exc.msg} (line {exc.lineno})"
+    defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    missing = [n for n in REQUIRED if n not in defined]
+    return f"lacks {', '.join(missing)}" if missing else None
+
+
+@dataclass
+class ImportReport:
+    imported: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> reason
+
+
+_LEVEL = re.compile(r"level[_-]?(\d+)$", re.I)
+
+
+def load_kernelbench(root: str | Path, levels: list[int] | None = None) -> tuple[list[Problem], ImportReport]:
+    """Every problem file under the `level<N>` folders of a KernelBench checkout (or of `root` itself)."""
+    root = Path(root)
+    if not root.exists():
+        raise ImportErrorReport(f"no KernelBench checkout at {root}")
+    level_dirs = [d for d in sorted(root.rglob("*")) if d.is_dir() and _LEVEL.search(d.name)]
+    if _LEVEL.search(root.name):
+        level_dirs.insert(0, root)
+    if not level_dirs:
+        raise ImportErrorReport(f"{root} holds no level<N> folders (expected e.g. KernelBench/level1/*.py)")
+    problems, report = [], ImportReport()
+    for level_dir in level_dirs:
+        level = int(_LEVEL.search(level_dir.name).group(1))
+        if levels and level not in levels:
+            continue
+        for path in sorted(level_dir.glob("*.py"), key=lambda p: (len(p.name), p.name)):
+            source = path.read_text()
+            reason = check_kernelbench_format(source)
+            if reason:
+                report.skipped[str(path.relative_to(root))] = reason
+                continue
+            problems.append(Problem(id=Problem.make_id(source), source="kernelbench", reference=source,
+                                    name=f"level{level}/{path.stem}", difficulty=level,
+                                    op_families=ast_families(source)))
+            report.imported += 1
+    return problems, report
+
+
+def load_hf_problems(location: str, code_column: str = "code", split: str = "train", name_column: str | None = None,
+                     source: str = "dataset", limit: int | None = None) -> tuple[list[Problem], ImportReport]:
+    """PyTorch modules from a Hugging Face dataset: a `save_to_disk` folder, parquet/json/jsonl files, or a name."""
+    import datasets
+
+    path = Path(location)
+    if path.is_dir() and ((path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists()):
+        data = datasets.load_from_disk(str(path))
+        if isinstance(data, datasets.DatasetDict):
+            data = data[split]
+    elif path.suffix in (".parquet", ".json", ".jsonl"):
+        data = datasets.load_dataset("parquet" if path.suffix == ".parquet" else "json", data_files=str(path),
+                                     split="train")
+    else:
+        data = datasets.load_dataset(location, split=split)
+    if code_column not in data.column_names:
+        raise ImportErrorReport(f"dataset {location} has no column {code_column!r}; columns: {data.column_names}")
+    problems, report = [], ImportReport()
+    for i, row in enumerate(data):
+        if limit is not None and report.imported >= limit:
+            break
+        code = row[code_column] or ""
+        name = str(row[name_column]) if name_column and row.get(name_column) is not None else f"{source}_{i}"
+        reason = check_kernelbench_format(code)
+        if reason:
+            report.skipped[name] = reason
+            continue
+        problems.append(Problem(id=Problem.make_id(code), source=source, reference=code, name=name,
+                                op_families=ast_families(code)))
+        report.imported += 1
+    return problems, report
+
+
+def export_rows(rows: list[dict[str, Any]], out_dir: str | Path, parquet: bool = True, save_to_disk: bool = True) -> Path:
+    """Rows (problems as `model_dump(mode='json')`, or SFT examples) to a HF dataset folder and/or parquet."""
+    import datasets
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = datasets.Dataset.from_list(rows)
+    if save_to_disk:
+        data.save_to_disk(str(out / "dataset"))
+    if parquet:
+        data.to_parquet(str(out / "data.parquet"))
+    return out
+
+
+def export_problems(problems: list[Problem], out_dir: str | Path, **kwargs) -> Path:
+    import json
+
+    rows = [{**p.model_dump(mode="json", exclude={"hints"}), "hints": json.dumps([h.model_dump() for h in p.hints])}
+            for p in problems]
+    return export_rows(rows, out_dir, **kwargs)
+
+
+def family_counts(problems: list[Problem]) -> Counter:
+    return Counter(f for p in problems for f in p.op_families)

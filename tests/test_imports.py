@@ -1,0 +1,191 @@
+"""Imports (KernelBench checkouts, HF datasets), exports, dedup and decontamination."""
+
+import textwrap
+
+import pytest
+
+from operators.dedup import decontaminate, deduplicate, normalized_source
+from operators.hints import extract_hints
+from operators.imports import ImportErrorReport, export_problems, load_hf_problems, load_kernelbench
+from schemas.records import Problem
+
+BIG_RELU = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        """Applies ReLU."""
+
+        def __init__(self):
+            super(Model, self).__init__()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x)
+
+
+    batch_size = 4096
+    dim = 393216
+
+
+    def get_inputs(**kwargs):
+        return [torch.rand(batch_size, dim)]  # 6 GB: never allocated by the import or the hints
+
+
+    def get_init_inputs():
+        return []
+''')
+GEMM = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self, in_features, out_features, slope):
+            super().__init__()
+            self.gemm = nn.Linear(in_features, out_features)
+            self.act = nn.LeakyReLU(slope)
+
+        def forward(self, x):
+            return self.act(self.gemm(x) * 2.0)
+
+
+    def get_inputs():
+        return [torch.rand(1024, 8192)]
+
+
+    def get_init_inputs():
+        return [8192, 8192, 0.1]
+''')
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    root = tmp_path / "KernelBench" / "KernelBench"
+    (root / "level1").mkdir(parents=True)
+    (root / "level2").mkdir()
+    (root / "level1" / "19_ReLU.py").write_text(BIG_RELU)
+    (root / "level1" / "2_Broken.py").write_text("import torch\n\nclass Model:\n    pass\n")
+    (root / "level2" / "12_Gemm_LeakyReLU.py").write_text(GEMM)
+    return tmp_path / "KernelBench"
+
+
+def test_kernelbench_checkout_loads_by_level_without_running_anything(checkout):
+    problems, report = load_kernelbench(checkout)
+    assert [(p.name, p.difficulty) for p in problems] == [("level1/19_ReLU", 1), ("level2/12_Gemm_LeakyReLU", 2)]
+    assert report.skipped == {"KernelBench/level1/2_Broken.py": "lacks get_inputs, get_init_inputs"}
+    assert problems[1].op_families == ["elementwise-binary", "elementwise-unary", "matmul"]
+    only2, _ = load_kernelbench(checkout, levels=[2])
+    assert [p.name for p in only2] == ["level2/12_Gemm_LeakyReLU"]
+    with pytest.raises(ImportErrorReport, match="no KernelBench checkout"):
+        load_kernelbench(checkout.parent / "nowhere")
+    (checkout.parent / "empty").mkdir()
+    with pytest.raises(ImportErrorReport, match="no level"):
+        load_kernelbench(checkout.parent / "empty")
+
+
+def test_hints_of_a_multi_gigabyte_problem_come_from_fake_tensors(checkout):
+    problems, _ = load_kernelbench(checkout)
+    hints = extract_hints(problems[0])
+    assert [(h.op, h.shape) for h in hints] == [("input", [4096, 393216]), ("aten.relu", [4096, 393216])]
+
+
+def test_hf_dataset_round_trip_and_import(tmp_path, checkout):
+    problems, _ = load_kernelbench(checkout)
+    out = export_problems(problems, tmp_path / "export")
+    assert (out / "data.parquet").exists() and (out / "dataset" / "dataset_info.json").exists()
+    again, report = load_hf_problems(str(out / "dataset"), code_column="reference", name_column="name", source="kb")
+    assert [p.id for p in again] == [p.id for p in problems] and report.imported == 2
+    from_parquet, _ = load_hf_problems(str(out / "data.parquet"), code_column="reference")
+    assert len(from_parquet) == 2
+    with pytest.raises(ImportErrorReport, match="no column 'code'"):
+        load_hf_problems(str(out / "data.parquet"))
+
+
+def test_dedup_exact_and_structural():
+    relu = Problem(id="a", source="t", name="relu", reference=BIG_RELU)
+    reformatted = Problem(id="b", source="t", name="relu_comments",
+                          reference=BIG_RELU.replace('"""Applies ReLU."""', '"""Another docstring."""  # hi'))
+    renamed = Problem(id="c", source="t", name="relu_renamed",
+                      reference=BIG_RELU.replace("x: torch.Tensor", "inp: torch.Tensor").replace("relu(x)", "relu(inp)"))
+    gemm = Problem(id="d", source="t", name="gemm", reference=GEMM)
+    assert normalized_source(relu.reference) == normalized_source(reformatted.reference)
+    kept, report = deduplicate([relu, reformatted, renamed, gemm])
+    assert [p.name for p in kept] == ["relu", "gemm"]
+    assert [(d.name, d.reason, d.matched) for d in report.dropped] == [
+        ("relu_comments", "exact", "relu"), ("relu_renamed", "structure", "relu")]
+
+
+def test_decontamination_by_structure_and_ngrams(checkout):
+    benchmark, _ = load_kernelbench(checkout)
+    same_graph = Problem(id="s", source="t", name="my_relu", reference=BIG_RELU.replace("4096", "2048 * 2"))
+    copied_text = Problem(id="n", source="t", name="copied_gemm",
+                          reference=GEMM.replace("torch.rand(1024, 8192)", "torch.rand(512, 8192)"))
+    unrelated = Problem(id="u", source="t", name="tanh", reference=textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w0 = nn.Parameter(torch.randn(16), requires_grad=False)
+
+            def forward(self, x0):
+                v0 = torch.tanh(x0)
+                return torch.add(v0, self.w0)
+
+
+        def get_inputs():
+            return [torch.randn(4, 16)]
+
+
+        def get_init_inputs():
+            return []
+    '''))
+    kept, report = decontaminate([same_graph, copied_text, unrelated], benchmark, ngram_n=8, max_overlap=0.5)
+    assert [p.name for p in kept] == ["tanh"]
+    reasons = {d.name: (d.reason, d.matched) for d in report.dropped}
+    assert reasons["my_relu"] == ("structure", "level1/19_ReLU")
+    assert reasons["copied_gemm"] == ("ngram", "level2/12_Gemm_LeakyReLU")
+    assert report.counts() == {"structure": 1, "ngram": 1}
+
+
+def test_synthesize_stage_imports_decontaminates_and_exports(tmp_path, checkout, verifier_cache):
+    from mlflow.tracking import MlflowClient
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from flows.stages import stage
+    from schemas.config import load_config
+    from tasks.common import Home
+    from warehouse.store import Warehouse
+    from warehouse.tracking import default_tracking_uri
+
+    overrides = [f"home={tmp_path / 'home'}", "synthesize.num_problems=4", f"synthesize.kernelbench_dir={checkout}",
+                 f"synthesize.decontaminate_against={checkout / 'KernelBench' / 'level2'}"]
+    run_id = stage(name="synthesize", overrides=overrides)
+    config = load_config(None, overrides)
+    wh = Warehouse(Home.of(config).warehouse_path)
+    names = sorted(p.name for p in wh.problems(run_id))
+    assert "level1/19_ReLU" in names and "level2/12_Gemm_LeakyReLU" not in names  # decontaminated
+    assert sum(p.source == "nnsmith" for p in wh.problems(run_id)) == 4
+    mlflow_run = MlflowClient(default_tracking_uri(Home.of(config).root)).get_run(wh.stage_run(run_id).mlflow_run_id)
+    assert mlflow_run.data.metrics["decontaminated/structure"] == 1
+    hints = stage(name="hints", from_run=run_id, overrides=overrides)
+    assert all(p.hints for p in wh.problems(hints))
+    out = tmp_path / "exported"
+    result = CliRunner().invoke(app, ["export", run_id, str(out), "--config", _yaml(tmp_path, overrides)])
+    assert result.exit_code == 0, result.output
+    exported, _ = load_hf_problems(str(out / "dataset"), code_column="reference")
+    assert len(exported) == len(names)
+
+
+def _yaml(tmp_path, overrides):
+    import yaml
+
+    from schemas.config import load_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(load_config(None, overrides).model_dump()))
+    return str(path)
