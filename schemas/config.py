@@ -90,9 +90,26 @@ class HintsConfig(StrictModel):
     max_hint_lines: int = Field(40, ge=1)
 
 
+SFT_TASKS = ("kernel", "reviewer", "diagnosis", "qa")
+
+
 class DistillConfig(StrictModel):
     teacher: Literal["template"] = "template"
     max_problems: int = Field(0, ge=0, description="0 = all training problems")
+    mutants_per_problem: int = Field(1, ge=0, description="verified buggy variants per solved problem "
+                                     "(negatives for the reviewer and diagnosis tasks)")
+    qa_per_problem: int = Field(2, ge=0)
+    task_mix: dict[str, float] = Field(default_factory=lambda: {t: 1.0 for t in SFT_TASKS},
+                                       description="share of each task's examples kept (0 drops the task)")
+
+    @model_validator(mode="after")
+    def _known_tasks(self) -> "DistillConfig":
+        unknown = sorted(set(self.task_mix) - set(SFT_TASKS))
+        if unknown:
+            raise ValueError(f"unknown SFT tasks {unknown}; tasks are {', '.join(SFT_TASKS)}")
+        if any(not 0 <= v <= 1 for v in self.task_mix.values()):
+            raise ValueError("task_mix shares must lie in [0, 1]")
+        return self
 
 
 class ModelConfig(StrictModel):

@@ -1,7 +1,9 @@
-"""Stage `distill`: a teacher writes solutions; only verified ones become SFT data."""
+"""Stage `distill`: a teacher writes solutions; only verified ones become SFT data. Verified mutants of
+them feed the reviewer and error-diagnosis tasks, and the hints feed graph Q&A (MusaCoder's corpora)."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 from prefect import task
@@ -10,8 +12,15 @@ from prefect.cache_policies import NO_CACHE
 from schemas.config import PipelineConfig
 from schemas.records import Candidate
 from tasks.common import progress_bar, stage_run
+from training.corpora import diagnosis_example, mutants, qa_examples, reviewer_example
 from training.prompts import extract_code, prompt_messages
 from training.teacher import make_teacher
+
+
+def _candidate(problem, completion: str, backend: str, origin: str) -> Candidate:
+    source = extract_code(completion) or ""
+    return Candidate(id=Candidate.make_id(problem.id, source, backend), problem_id=problem.id, source=source,
+                     backend=backend, origin=origin)
 
 
 def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str | None = None,
@@ -27,27 +36,46 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
             for problem in problems:
                 out = teacher.solve(problem, backend)
                 if out.completion:
-                    source = extract_code(out.completion) or ""
-                    cand = Candidate(id=Candidate.make_id(problem.id, source, backend), problem_id=problem.id,
-                                     source=source, backend=backend, origin=f"teacher:{teacher.name}")
-                    solved.append((problem, cand, out.completion))
+                    solved.append((problem, _candidate(problem, out.completion, backend, f"teacher:{teacher.name}"),
+                                   out.completion))
                 else:
                     refusals[(out.refusal or "unknown").split(" (")[0][:80]] += 1
                 advance(1)
         verdicts = ctx.verify([(p, c) for p, c, _ in solved], "verify teacher kernels")
-        examples = [{"id": c.id, "problem_id": p.id, "task": "kernel", "candidate_id": c.id,
-                     "messages": prompt_messages(p, backend, config.hints.max_hint_lines), "completion": completion}
-                    for (p, c, completion), v in zip(solved, verdicts) if v.passed]
+        verified = [(p, c, completion) for (p, c, completion), v in zip(solved, verdicts) if v.passed]
+        rows = {"kernel": [{"id": c.id, "problem_id": p.id, "task": "kernel", "candidate_id": c.id,
+                            "messages": prompt_messages(p, backend, config.hints.max_hint_lines),
+                            "completion": completion} for p, c, completion in verified],
+                "reviewer": [reviewer_example(p, c.source, v, backend) for (p, c, _), v in zip(solved, verdicts)],
+                "diagnosis": [], "qa": [ex for p in problems for ex in qa_examples(p, cfg.qa_per_problem)]}
+        bugs = mutants([(p, completion) for p, _, completion in verified], cfg.mutants_per_problem, config.seed)
+        if bugs:
+            bug_candidates = [_candidate(p, mutated, backend, f"mutant:{kind}") for p, _, mutated, kind in bugs]
+            bug_verdicts = ctx.verify([(p, c) for (p, *_), c in zip(bugs, bug_candidates)], "verify mutants")
+            for (problem, fixed, mutated, _), cand, verdict in zip(bugs, bug_candidates, bug_verdicts):
+                rows["reviewer"].append(reviewer_example(problem, cand.source, verdict, backend))
+                if not verdict.passed:
+                    rows["diagnosis"].append(diagnosis_example(problem, mutated, verdict, fixed, backend))
+        rng = random.Random(config.seed)
+        examples = []
+        for task_name, task_rows in rows.items():
+            share = cfg.task_mix.get(task_name, 0.0)
+            keep = sorted(rng.sample(range(len(task_rows)), round(share * len(task_rows)))) if task_rows else []
+            examples += [task_rows[i] for i in keep]
         ctx.warehouse.add_sft_examples(ctx.run_id, examples)
+        tasks_kept = Counter(e["task"] for e in examples)
         categories = Counter(v.category.value for v in verdicts)
-        ctx.mlflow.log_metrics({"problems": len(problems), "teacher_solved": len(solved),
-                                "verified": len(examples), "coverage": len(examples) / max(len(problems), 1),
+        ctx.mlflow.log_metrics({"problems": len(problems), "teacher_solved": len(solved), "verified": len(verified),
+                                "coverage": len(verified) / max(len(problems), 1), "mutants": len(bugs),
                                 **{f"verdict/{k}": n for k, n in categories.items()},
-                                **{f"refusal/{k}": n for k, n in refusals.items()}})
-        if not examples:
+                                **{f"refusal/{k}": n for k, n in refusals.items()},
+                                **{f"task/{k}": tasks_kept.get(k, 0) for k in rows}})
+        ctx.mlflow.log_json({t: r[:2] for t, r in rows.items()}, "sample_sft_examples.json")
+        if not verified:
             raise RuntimeError(f"the teacher produced no verified solution for {len(problems)} problems "
                                f"(refusals: {dict(refusals)}, verdicts: {dict(categories)})")
-        ctx.summary.update(problems=len(problems), verified=len(examples), refused=sum(refusals.values()))
+        ctx.summary.update(problems=len(problems), verified=len(verified), refused=sum(refusals.values()),
+                           **{f"sft_{k}": tasks_kept.get(k, 0) for k in rows})
         return ctx.run_id
 
 

@@ -51,6 +51,8 @@ def test_every_stage_wrote_its_rows(demo):
     for stage_name, tables in expected.items():
         for table in tables:
             assert wh.count(table, runs[stage_name]) > 0, f"{stage_name} wrote no {table}"
+    tasks = {e["task"] for e in wh.sft_examples(runs["distill"])}
+    assert tasks == {"kernel", "reviewer", "diagnosis", "qa"}  # MusaCoder's multi-task corpora
     hinted = wh.problems(runs["hints"])
     assert len(hinted) == 8 and all(p.hints for p in hinted)
     assert len(wh.problems(runs["hints"], split="test")) == 2

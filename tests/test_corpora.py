@@ -1,0 +1,56 @@
+"""Multi-task SFT corpora: labels come from the verifier and from torch.export, prompts mask the context."""
+
+import random
+
+from operators.hints import extract_hints
+from schemas.records import Problem, Verdict, VerdictCategory
+from tests.test_operators import TRANSPOSED
+from training.corpora import diagnosis_example, mutate_kernel, qa_examples, reviewer_example
+from training.model import train_tokenizer
+from training.sft import IGNORE_INDEX, SFTExample, encode_example
+
+PROBLEM = Problem(id="t", source="test", reference=TRANSPOSED)
+
+
+def _verdict(category):
+    return Verdict(candidate_id="c", problem_id="t", compiled=True, correct=category == VerdictCategory.passed,
+                   legal=True, pass_fraction=1.0 if category == VerdictCategory.passed else 0.0, category=category,
+                   detail="output mismatch: 3/24 elements outside atol=0.0001")
+
+
+def test_mutations_change_the_kernel_in_a_named_way():
+    code = "auto v0 = kd_map1<float, float>(x0, torch::kFloat32, [](float v) { return v * 1.5f + 0.25f; });"
+    seen = set()
+    rng = random.Random(0)
+    for _ in range(20):
+        mutated, kind = mutate_kernel(code, rng)
+        assert mutated != code
+        seen.add(kind)
+    assert {"operator", "constant"} <= seen
+    assert mutate_kernel("no kernel here", rng) is None
+
+
+def test_reviewer_labels_follow_the_verdict():
+    good = reviewer_example(PROBLEM, "class ModelNew: ...", _verdict(VerdictCategory.passed), "cpu")
+    bad = reviewer_example(PROBLEM, "class ModelNew: ...", _verdict(VerdictCategory.wrong_output), "cpu")
+    assert good["completion"].startswith("VERDICT: CORRECT") and bad["completion"].startswith("VERDICT: INCORRECT")
+    assert "wrong_output" in bad["completion"] and "VERDICT: CORRECT" in good["messages"][-1]["content"]
+
+
+def test_diagnosis_masks_the_failed_kernel_and_the_feedback():
+    example = diagnosis_example(PROBLEM, "```python\nbroken\n```", _verdict(VerdictCategory.wrong_output),
+                                "```python\nfixed\n```", "cpu")
+    assert [m["role"] for m in example["messages"]] == ["system", "user", "assistant", "user"]
+    assert "wrong_output" in example["messages"][-1]["content"]
+    tok = train_tokenizer([m["content"] for m in example["messages"]] + [example["completion"]], 400)
+    enc = encode_example(tok, SFTExample(example["messages"], example["completion"]), 4096)
+    trained = tok.decode([t for t, l in zip(enc["input_ids"], enc["labels"]) if l != IGNORE_INDEX])
+    assert "fixed" in trained and "broken" not in trained and "wrong_output" not in trained
+
+
+def test_qa_answers_come_from_the_hints():
+    problem = PROBLEM.model_copy(update={"hints": extract_hints(PROBLEM)})
+    examples = qa_examples(problem, limit=3)
+    answers = " ".join(e["completion"] for e in examples)
+    assert "shape [6, 4] and strides [1, 6]" in answers and "not contiguous" in answers
+    assert "24 elements of float32: 96 bytes" in answers
