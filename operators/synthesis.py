@@ -67,6 +67,44 @@ class NNSmithSession:
         return cls(model_type, opset)
 
 
+# NNSmith's operators by family, for a balanced mix: each graph draws its family first.
+NNSMITH_FAMILIES: dict[str, list[str]] = {
+    "elementwise-unary": ["Abs", "Atan", "Ceil", "Clip", "Cos", "Floor", "GELU", "LeakyReLU", "Neg", "PReLU",
+                          "ReLU", "Round", "Sigmoid", "Sin", "Tan"],
+    "elementwise-binary": ["Add", "Div", "Max", "Min", "Mul", "Sub"],
+    "comparison": ["Equal", "Greater", "Less", "And", "Or", "Xor", "Where"],
+    "reduction": ["ArgMax", "ArgMin", "ReduceMax", "ReduceMean", "ReduceMin", "TorchReduceSum"],
+    "softmax": ["Softmax"],
+    "matmul": ["Linear", "PTMatMul"],
+    "convolution": ["Conv1d", "NCHWConv2d"],
+    "pooling": ["AvgPool2d", "MaxPool2d"],
+    "normalization": ["BatchNorm2d"],
+    "interpolation": ["BicubicInterp", "BilinearInterp", "LinearInterp", "NearestInterp", "TrilinearInterp"],
+    "layout": ["Concat1", "Concat2", "Concat3", "Concat4", "Concat5", "ConstPad", "ExpandLast1", "ExpandLast2",
+               "ExpandLast3", "ExpandLast4", "Flatten", "ReflectPad", "ReplicatePad", "Reshape", "Slice",
+               "Squeeze", "Transpose", "Tril", "Triu"],
+    "cast": ["CastBool", "CastF32", "CastF64", "CastI32", "CastI64"],
+}
+# Graphs need something to connect the drawn family's ops: a few cheap elementwise ops always join.
+_GLUE_OPS = ["Add", "Mul", "ReLU"]
+
+
+def family_opsets(opset: list[Any], weights: dict[str, float]) -> list[tuple[str, float, list[Any]]]:
+    """(family, weight, ops) for each family with ops in `opset`; weight 0 leaves a family out."""
+    unknown = sorted(set(weights) - set(NNSMITH_FAMILIES))
+    if unknown:
+        raise SynthesisError(f"unknown op families {unknown}; families are {sorted(NNSMITH_FAMILIES)}")
+    by_name = {op.__name__: op for op in opset}
+    out = []
+    for family, names in NNSMITH_FAMILIES.items():
+        weight = weights.get(family, 1.0)
+        ops = [by_name[n] for n in names if n in by_name]
+        if ops and weight > 0:
+            glue = [by_name[n] for n in _GLUE_OPS if n in by_name and n not in names]
+            out.append((family, weight, ops + glue))
+    return out
+
+
 def _probe_opset(narrow_spec, model_type) -> list[Any]:
     """NNSmith's first-use probe of every op draws random shapes from the global `random` and
     sometimes trips its own sanity checks: probe deterministically, retrying with other seeds."""
@@ -85,13 +123,14 @@ def _probe_opset(narrow_spec, model_type) -> list[Any]:
         random.setstate(state)
 
 
-def nnsmith_graph(session: NNSmithSession, seed: int, config: SynthesizeConfig) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
+def nnsmith_graph(session: NNSmithSession, seed: int, config: SynthesizeConfig,
+                  opset: list[Any] | None = None) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]:
     """One random NNSmith model (a SymbolNet) and inputs that satisfy its constraints."""
     from nnsmith.abstract.dtype import DType
     from nnsmith.graph_gen import model_gen
 
     dtype_choices = [DType[d] for d in config.dtypes]
-    gen = model_gen(opset=session.opset, method="symbolic-cinit", seed=seed, max_nodes=config.max_nodes,
+    gen = model_gen(opset=opset or session.opset, method="symbolic-cinit", seed=seed, max_nodes=config.max_nodes,
                     max_elem_per_tensor=config.max_elements, timeout_ms=config.generation_timeout_ms,
                     dtype_choices=dtype_choices)
     ir = gen.make_concrete()
@@ -272,11 +311,15 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
     seen_sources: set[str] = set()
     seen_structures: set[str] = set()
     budget = config.num_problems * config.max_attempts_per_problem
+    families = family_opsets(session.opset, config.family_weights) if config.balanced else []
     while len(problems) < config.num_problems and report.attempts < budget:
         report.attempts += 1
         graph_seed = rng.getrandbits(31)
+        opset = None
+        if families:  # balanced mix: draw the family, then build the graph from its ops
+            _, _, opset = rng.choices(families, weights=[w for _, w, _ in families])[0]
         try:
-            net, inputs = nnsmith_graph(session, graph_seed, config)
+            net, inputs = nnsmith_graph(session, graph_seed, config, opset)
             graph = export_graph(net, [], kwargs=inputs)
         except Exception as exc:  # NNSmith occasionally builds graphs export cannot take
             report.reject(f"export: {type(exc).__name__}")

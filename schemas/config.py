@@ -74,6 +74,9 @@ class SynthesizeConfig(StrictModel):
                            description="NNSmith op names; empty = every op NNSmith offers")
     max_attempts_per_problem: int = Field(20, ge=1)
     generation_timeout_ms: int = Field(2000, ge=100)
+    balanced: bool = Field(False, description="draw each graph's op family first (weights below), then its ops")
+    family_weights: dict[str, float] = Field(default_factory=dict, description="family -> weight for the "
+                                             "balanced mix; unlisted families weigh 1, 0 leaves one out")
     kernelbench_dir: str | None = Field(None, description="also import the problems of a KernelBench checkout")
     kernelbench_levels: list[int] = Field(default_factory=list, description="levels to import; empty = all")
     hf_dataset: str | None = Field(None, description="also import PyTorch modules from a HF dataset (folder, "
@@ -93,8 +96,22 @@ class HintsConfig(StrictModel):
 SFT_TASKS = ("kernel", "reviewer", "diagnosis", "qa")
 
 
+class OpenAITeacherConfig(StrictModel):
+    """An OpenAI-compatible endpoint (`vllm serve`, `transformers serve`, a hosted model)."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "default"
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the key (never the key)")
+    concurrency: int = Field(8, ge=1)
+    retries: int = Field(3, ge=0)
+    timeout_s: float = Field(300.0, gt=0)
+    temperature: float = Field(0.2, ge=0)
+    max_tokens: int = Field(4096, ge=1)
+
+
 class DistillConfig(StrictModel):
-    teacher: Literal["template"] = "template"
+    teacher: Literal["template", "openai"] = "template"
+    openai: OpenAITeacherConfig = OpenAITeacherConfig()
     max_problems: int = Field(0, ge=0, description="0 = all training problems")
     mutants_per_problem: int = Field(1, ge=0, description="verified buggy variants per solved problem "
                                      "(negatives for the reviewer and diagnosis tasks)")
@@ -116,6 +133,9 @@ class ModelConfig(StrictModel):
     """A tiny Qwen2-style causal LM, random-initialised."""
 
     vocab_size: int = Field(2048, ge=300)
+    tokenizer: Literal["lines", "qwen"] = Field("lines", description="lines: merges span whole lines (short "
+                                                "sequences); qwen: loads identically through AutoTokenizer, "
+                                                "for serving the tiny model with vLLM or transformers serve")
     hidden_size: int = Field(128, ge=16)
     intermediate_size: int = Field(384, ge=16)
     num_hidden_layers: int = Field(2, ge=1)

@@ -23,6 +23,18 @@ def _candidate(problem, completion: str, backend: str, origin: str) -> Candidate
                      backend=backend, origin=origin)
 
 
+def _teacher(config: PipelineConfig, cache):
+    import os
+
+    cfg = config.distill
+    if cfg.teacher == "openai":
+        o = cfg.openai
+        return make_teacher("openai", base_url=o.base_url, model=o.model, api_key=os.environ.get(o.api_key_env),
+                            concurrency=o.concurrency, retries=o.retries, timeout_s=o.timeout_s,
+                            temperature=o.temperature, max_tokens=o.max_tokens, cache_dir=str(cache / "teacher"))
+    return make_teacher(cfg.teacher)
+
+
 def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str | None = None,
                 pipeline_run_id: str | None = None) -> str:
     with stage_run("distill", config, [from_run], pipeline_mlflow_run_id, pipeline_run_id) as ctx:
@@ -30,17 +42,17 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(from_run, "hints").id, split="train")
         if cfg.max_problems:
             problems = problems[: cfg.max_problems]
-        teacher = make_teacher(cfg.teacher)
+        teacher = _teacher(config, ctx.home.cache)
         solved, refusals = [], Counter()
         with progress_bar(f"{teacher.name} teacher", len(problems)) as advance:
-            for problem in problems:
-                out = teacher.solve(problem, backend)
-                if out.completion:
-                    solved.append((problem, _candidate(problem, out.completion, backend, f"teacher:{teacher.name}"),
-                                   out.completion))
-                else:
-                    refusals[(out.refusal or "unknown").split(" (")[0][:80]] += 1
-                advance(1)
+            outputs = teacher.solve_many(problems, backend)
+            advance(len(problems))
+        for problem, out in zip(problems, outputs):
+            if out.completion:
+                solved.append((problem, _candidate(problem, out.completion, backend, f"teacher:{teacher.name}"),
+                               out.completion))
+            else:
+                refusals[(out.refusal or "unknown").split(" (")[0][:80]] += 1
         verdicts = ctx.verify([(p, c) for p, c, _ in solved], "verify teacher kernels")
         verified = [(p, c, completion) for (p, c, completion), v in zip(solved, verdicts) if v.passed]
         rows = {"kernel": [{"id": c.id, "problem_id": p.id, "task": "kernel", "candidate_id": c.id,

@@ -32,7 +32,7 @@ def run_sft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
             model, tokenizer = load_policy(cfg.model.init_from, device)
         else:
             corpus = [m["content"] for e in examples for m in e.messages] + [e.completion for e in examples]
-            tokenizer = train_tokenizer(corpus + _feedback_samples(), cfg.model.vocab_size)
+            tokenizer = train_tokenizer(corpus + _feedback_samples(), cfg.model.vocab_size, cfg.model.tokenizer)
             model = build_model(cfg.model, tokenizer, config.seed).to(device)
         losses: list[tuple[float, float]] = []
 

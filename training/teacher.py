@@ -37,6 +37,8 @@ class Teacher(Protocol):
 
     def solve(self, problem: Problem, backend: str) -> TeacherOutput: ...
 
+    def solve_many(self, problems: list[Problem], backend: str) -> list[TeacherOutput]: ...
+
 
 class Unsupported(Exception):
     pass
@@ -408,6 +410,9 @@ class TemplateTeacher:
 
     name = "template"
 
+    def solve_many(self, problems: list[Problem], backend: str) -> list[TeacherOutput]:
+        return [self.solve(p, backend) for p in problems]
+
     def solve(self, problem: Problem, backend: str) -> TeacherOutput:
         if backend != "cpu":
             return TeacherOutput(problem.id, refusal=f"the template teacher writes cpu kernels only (asked for {backend})")
@@ -421,7 +426,95 @@ class TemplateTeacher:
         return TeacherOutput(problem.id, completion=completion_text(reasoning, source))
 
 
-def make_teacher(name: str) -> Teacher:
+class OpenAITeacher:
+    """A model behind an OpenAI-compatible `/v1/chat/completions` endpoint (`vllm serve`, `transformers
+    serve`, a hosted API): the six-step prompt in, completions out. Requests run `concurrency` at a time,
+    transient failures are retried with backoff, and responses are cached on disk by request hash, so a
+    re-run of the stage costs no tokens. Its outputs are verified like any teacher's (tasks/distill.py)."""
+
+    name = "openai"
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, concurrency: int = 8,
+                 retries: int = 3, timeout_s: float = 300.0, temperature: float = 0.2, max_tokens: int = 4096,
+                 cache_dir: str | None = None):
+        import os
+
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY", "")
+        self.concurrency = concurrency
+        self.retries = retries
+        self.timeout_s = timeout_s
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.cache_dir = cache_dir
+        self.requests_sent = 0
+
+    def _request(self, payload: dict[str, Any]) -> str:
+        import hashlib
+        import json
+        import time
+        from pathlib import Path
+
+        import httpx
+
+        key = hashlib.sha256(json.dumps([self.base_url, payload], sort_keys=True).encode()).hexdigest()[:24]
+        cached = Path(self.cache_dir) / f"{key}.json" if self.cache_dir else None
+        if cached is not None and cached.exists():
+            return json.loads(cached.read_text())["content"]
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                self.requests_sent += 1
+                response = httpx.post(f"{self.base_url}/chat/completions", json=payload, headers=headers,
+                                      timeout=self.timeout_s)
+                if response.status_code in (429, 500, 502, 503, 504):
+                    raise httpx.HTTPStatusError(f"status {response.status_code}", request=response.request,
+                                                response=response)
+                response.raise_for_status()
+                content = response.json()["choices"][0]["message"]["content"] or ""
+                if cached is not None:
+                    cached.parent.mkdir(parents=True, exist_ok=True)
+                    tmp = cached.with_suffix(".tmp")
+                    tmp.write_text(json.dumps({"content": content}))
+                    tmp.replace(cached)
+                return content
+            except (httpx.TransportError, httpx.HTTPStatusError) as exc:
+                last = exc
+                if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code < 500 \
+                        and exc.response.status_code != 429:
+                    break  # a client error will not succeed on retry
+                time.sleep(min(2.0 ** attempt * 0.5, 8.0))
+        raise TeacherUnavailable(f"{self.base_url}: {last}")
+
+    def solve(self, problem: Problem, backend: str) -> TeacherOutput:
+        from training.prompts import extract_code, prompt_messages
+
+        payload = {"model": self.model, "messages": prompt_messages(problem, backend),
+                   "temperature": self.temperature, "max_tokens": self.max_tokens}
+        try:
+            completion = self._request(payload)
+        except TeacherUnavailable as exc:
+            return TeacherOutput(problem.id, refusal=f"endpoint failed: {exc}"[:300])
+        if not extract_code(completion):
+            return TeacherOutput(problem.id, refusal="the completion holds no code block")
+        return TeacherOutput(problem.id, completion=completion)
+
+    def solve_many(self, problems: list[Problem], backend: str) -> list[TeacherOutput]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(lambda p: self.solve(p, backend), problems))
+
+
+class TeacherUnavailable(RuntimeError):
+    pass
+
+
+def make_teacher(name: str, **settings: Any) -> Teacher:
     if name == "template":
         return TemplateTeacher()
-    raise ValueError(f"unknown teacher {name!r}; available: template")
+    if name == "openai":
+        return OpenAITeacher(**settings)
+    raise ValueError(f"unknown teacher {name!r}; available: template, openai")
