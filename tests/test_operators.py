@@ -96,3 +96,42 @@ def test_teacher_solves_synthesized_problems_and_refuses_what_it_cannot(problems
     refused = teacher.solve(Problem(id="m", source="test", reference=matmul), "cpu")
     assert refused.completion is None and "no template" in refused.refusal
     assert teacher.solve(found[0], "cuda").refusal
+
+
+LINEAR_AND_MATMUL = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+
+    def forward(self, x, y):
+        return torch.relu(self.fc(x)), torch.matmul(y, y.t()), torch.softmax(x.transpose(1, 2), dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 16), torch.randn(5, 7)]
+
+
+def get_init_inputs():
+    return [16, 8]
+'''
+
+
+def test_teacher_covers_linear_matmul_and_views(verifier_cache):
+    from schemas import load_config
+    from schemas.records import Candidate
+    from verifier.pool import LocalVerifierPool
+
+    problem = Problem(id=Problem.make_id(LINEAR_AND_MATMUL), source="test", reference=LINEAR_AND_MATMUL)
+    out = TemplateTeacher().solve(problem, "cpu")
+    assert out.completion, out.refusal
+    code = extract_code(out.completion)
+    assert "kd_linear" in code and "kd_mm" in code and ".transpose(1, 2)" in code
+    candidate = Candidate(id=Candidate.make_id(problem.id, code, "cpu"), problem_id=problem.id, source=code)
+    with LocalVerifierPool(load_config(None, ["verifier.use_cache=false"]).verifier, verifier_cache) as pool:
+        verdict = pool.verify(problem, candidate)
+    assert verdict.passed, verdict.detail

@@ -164,9 +164,48 @@ static torch::Tensor kd_softmax(const torch::Tensor& a, int64_t dim, bool log) {
   return out;
 }
 """,
+    "linear": """\
+// y[..., o] = sum_i x[..., i] * w[o, i] (+ b[o]): the leading dims of x are rows.
+static torch::Tensor kd_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor* b) {
+  auto xc = x.contiguous(), wc = w.contiguous();
+  int64_t in = xc.size(-1), out_f = wc.size(0), rows = xc.numel() / in;
+  auto shape = xc.sizes().vec();
+  shape.back() = out_f;
+  auto out = torch::empty(shape, xc.options());
+  const float* px = xc.data_ptr<float>();
+  const float* pw = wc.data_ptr<float>();
+  const float* pb = b ? b->contiguous().data_ptr<float>() : nullptr;
+  float* po = out.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out_f; ++o) {
+      float acc = pb ? pb[o] : 0.f;
+      for (int64_t i = 0; i < in; ++i) acc += px[r * in + i] * pw[o * in + i];
+      po[r * out_f + o] = acc;
+    }
+  return out;
+}
+""",
+    "mm": """\
+// (n, k) x (k, m) -> (n, m)
+static torch::Tensor kd_mm(const torch::Tensor& a, const torch::Tensor& b) {
+  auto ac = a.contiguous(), bc = b.contiguous();
+  int64_t n = ac.size(0), k = ac.size(1), m = bc.size(1);
+  auto out = torch::empty({n, m}, ac.options());
+  const float* pa = ac.data_ptr<float>();
+  const float* pb = bc.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      float acc = 0.f;
+      for (int64_t t = 0; t < k; ++t) acc += pa[i * k + t] * pb[t * m + j];
+      po[i * m + j] = acc;
+    }
+  return out;
+}
+""",
 }
 _HELPER_DEPS = {"map1": ["at"], "map2": ["at", "broadcast"], "where": ["at", "broadcast"], "reduce": [],
-                "softmax": ["at"]}
+                "softmax": ["at"], "linear": [], "mm": []}
 
 
 def _float(value: Any) -> str:
@@ -192,6 +231,9 @@ BINARY: dict[str, str] = {
     "minimum": "std::min(x, y)", "pow": "std::pow(x, y)", "atan2": "std::atan2(x, y)",
 }
 COMPARE: dict[str, str] = {"gt": "x > y", "lt": "x < y", "ge": "x >= y", "le": "x <= y", "eq": "x == y", "ne": "x != y"}
+# View and layout ops: emitted as tensor view calls, which the legality rules allow as glue.
+VIEWS = {"t", "transpose", "permute", "view", "reshape", "_unsafe_view", "unsqueeze", "squeeze", "expand",
+         "clone", "contiguous", "alias", "detach"}
 REDUCE: dict[str, tuple[str, str, str]] = {  # init, acc, fin
     "sum": ("0.f", "s + v", "s"), "mean": ("0.f", "s + v", "s / (float)c"),
     "amax": ("-INFINITY", "std::max(s, v)", "s"), "amin": ("INFINITY", "std::min(s, v)", "s"),
@@ -261,6 +303,19 @@ class _Writer:
             self.lines.append(f"  auto {out} = kd_where({', '.join(self.value(a) for a in args[:3])});")
         elif name in REDUCE:
             self.reduce(node, name, args, kwargs, out)
+        elif name in VIEWS:
+            self.lines.append(f"  auto {out} = {self.value(args[0])}{self.view_call(name, args[1:])};")
+        elif name == "linear":
+            x, w = args[0], args[1]
+            bias = args[2] if len(args) > 2 else kwargs.get("bias")
+            if self.rank(w) != 2 or (bias is not None and self.rank(bias) != 1):
+                raise Unsupported("linear with unusual weight or bias ranks")
+            self.need("linear")
+            b = f"&{self.value(bias)}" if bias is not None else "nullptr"
+            self.lines.append(f"  auto {out} = kd_linear({self.value(x)}, {self.value(w)}, {b});")
+        elif name in ("mm", "matmul") and all(self.rank(a) == 2 for a in args[:2]):
+            self.need("mm")
+            self.lines.append(f"  auto {out} = kd_mm({self.value(args[0])}, {self.value(args[1])});")
         elif name in ("_softmax", "softmax", "_log_softmax", "log_softmax"):
             if self.dtype(args[0]) != torch.float32 or self.rank(args[0]) == 0:
                 raise Unsupported(f"{name} of a 0-d or non-float tensor")
@@ -269,6 +324,31 @@ class _Writer:
             self.lines.append(f"  auto {out} = kd_softmax({self.value(args[0])}, {int(args[1])}, {log});")
         else:
             raise Unsupported(f"no template for aten.{name} ({op_family(node.target)})")
+
+    @staticmethod
+    def view_call(name: str, args: list[Any]) -> str:
+        def ints(values) -> str:
+            values = values if isinstance(values, (list, tuple)) else [values]
+            return "{" + ", ".join(str(int(v)) for v in values) + "}"
+
+        if name in ("t", "alias", "detach"):
+            return ".t()" if name == "t" else ""
+        if name == "transpose":
+            return f".transpose({int(args[0])}, {int(args[1])})"
+        if name == "permute":
+            return f".permute({ints(args[0])})"
+        if name in ("view", "reshape", "_unsafe_view"):
+            return f".reshape({ints(args[0])})"
+        if name == "unsqueeze":
+            return f".unsqueeze({int(args[0])})"
+        if name == "squeeze":
+            if not args:
+                return ".squeeze()"
+            dims = args[0] if isinstance(args[0], (list, tuple)) else [args[0]]
+            return "".join(f".squeeze({int(d)})" for d in sorted(dims, reverse=True))
+        if name == "expand":
+            return f".expand({ints(args[0])})"
+        return ".contiguous()"  # clone / contiguous: a layout copy, allowed glue
 
     @staticmethod
     def rank(node: torch.fx.Node) -> int:
@@ -370,8 +450,8 @@ def write_cpu_solution(problem: Problem, graph: ExportedGraph) -> tuple[str, lis
     single = len(outs) == 1
     ret_type = "torch::Tensor" if single else "std::vector<torch::Tensor>"
     ret = outs[0] if single else "{" + ", ".join(outs) + "}"
-    helpers = "\n".join(_HELPERS[h] for h in ["at", "broadcast", "map1", "map2", "where", "reduce", "softmax"]
-                        if h in writer.helpers)
+    helpers = "\n".join(_HELPERS[h] for h in ["at", "broadcast", "map1", "map2", "where", "reduce", "softmax",
+                                                "linear", "mm"] if h in writer.helpers)
     cpp = (f"#include <torch/extension.h>\n#include <cmath>\n#include <vector>\n\n{helpers}\n"
            f"{ret_type} forward({', '.join(cpp_params)}) {{\n" + "\n".join(writer.lines) + f"\n  return {ret};\n}}\n")
     init_sig, init_body = _init_source(problem.reference)
