@@ -92,8 +92,8 @@ def test_teacher_solves_synthesized_problems_and_refuses_what_it_cannot(problems
     assert all(o.completion for o in outputs), [o.refusal for o in outputs]
     code = extract_code(outputs[0].completion)
     assert "class ModelNew" in code and "load_inline" in code and "1. Operators" in outputs[0].completion
-    matmul = TRANSPOSED.replace("torch.relu(x.t())", "x @ x.t()")
-    refused = teacher.solve(Problem(id="m", source="test", reference=matmul), "cpu")
+    scan = TRANSPOSED.replace("torch.relu(x.t())", "torch.cumsum(x, 0)")
+    refused = teacher.solve(Problem(id="m", source="test", reference=scan), "cpu")
     assert refused.completion is None and "no template" in refused.refusal
     assert teacher.solve(found[0], "cuda").refusal
 
