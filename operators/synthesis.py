@@ -86,7 +86,7 @@ NNSMITH_FAMILIES: dict[str, list[str]] = {
     "cast": ["CastBool", "CastF32", "CastF64", "CastI32", "CastI64"],
 }
 # Graphs need something to connect the drawn family's ops: a few cheap elementwise ops always join.
-_GLUE_OPS: list[str] = []
+_GLUE_OPS = ["Add", "Mul", "ReLU"]
 
 
 def family_opsets(opset: list[Any], weights: dict[str, float]) -> list[tuple[str, float, list[Any]]]:
@@ -292,6 +292,7 @@ class SynthesisReport:
     kept: int = 0
     duplicates: int = 0
     rejected: dict[str, int] | None = None
+    drawn: dict[str, int] | None = None  # balanced mix: kept problems by the family drawn for them
 
     def reject(self, reason: str) -> None:
         self.rejected = self.rejected or {}
@@ -315,9 +316,9 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
     while len(problems) < config.num_problems and report.attempts < budget:
         report.attempts += 1
         graph_seed = rng.getrandbits(31)
-        opset = None
+        opset, family = None, None
         if families:  # balanced mix: draw the family, then build the graph from its ops
-            _, _, opset = rng.choices(families, weights=[w for _, w, _ in families])[0]
+            family, _, opset = rng.choices(families, weights=[w for _, w, _ in families])[0]
         try:
             net, inputs = nnsmith_graph(session, graph_seed, config, opset)
             graph = export_graph(net, [], kwargs=inputs)
@@ -351,6 +352,9 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
         problems.append(Problem(id=problem_id, source="nnsmith", reference=source, op_families=graph.families(),
                                 difficulty=difficulty(graph), name=f"nnsmith_{graph_seed}"))
         report.kept += 1
+        if family:
+            report.drawn = report.drawn or {}
+            report.drawn[family] = report.drawn.get(family, 0) + 1
         if progress:
             progress(1)
     if len(problems) < config.num_problems:

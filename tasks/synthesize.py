@@ -61,10 +61,14 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
         ctx.mlflow.log_metrics({"problems": len(problems), "attempts": report.attempts, "duplicates": report.duplicates,
                                 "dropped": len(dropped), **{f"source/{k}": v for k, v in sources.items()},
                                 **{f"rejected/{k}": v for k, v in (report.rejected or {}).items()},
+                                **{f"drawn/{k}": v for k, v in (report.drawn or {}).items()},
                                 **{f"family/{k}": v for k, v in families.items()},
                                 **{f"difficulty/level_{k}": v for k, v in levels.items()},
                                 **{f"split/{k}": v for k, v in splits.items()}})
-        for counts, name, label in ((families, "op_families.png", "op family"), (levels, "difficulty.png", "level")):
+        charts = [(families, "op_families.png", "op family"), (levels, "difficulty.png", "level")]
+        if report.drawn:
+            charts.append((Counter(report.drawn), "drawn_families.png", "family drawn (balanced mix)"))
+        for counts, name, label in charts:
             fig = bar_chart(counts, f"{len(problems)} problems by {label}", label)
             ctx.mlflow.log_figure(fig, name)
             close(fig)

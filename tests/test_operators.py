@@ -95,7 +95,8 @@ def test_teacher_solves_synthesized_problems_and_refuses_what_it_cannot(problems
     scan = TRANSPOSED.replace("torch.relu(x.t())", "torch.cumsum(x, 0)")
     refused = teacher.solve(Problem(id="m", source="test", reference=scan), "cpu")
     assert refused.completion is None and "no template" in refused.refusal
-    assert teacher.solve(found[0], "cuda").refusal
+    assert "cuda_sources=cuda_source" in teacher.solve(found[0], "cuda").completion
+    assert teacher.solve(found[0], "rocm").refusal
 
 
 LINEAR_AND_MATMUL = '''
@@ -135,3 +136,26 @@ def test_teacher_covers_linear_matmul_and_views(verifier_cache):
     with LocalVerifierPool(load_config(None, ["verifier.use_cache=false"]).verifier, verifier_cache) as pool:
         verdict = pool.verify(problem, candidate)
     assert verdict.passed, verdict.detail
+
+
+@pytest.mark.skipif(not __import__("shutil").which("nvcc"), reason="needs nvcc (compile only, no GPU)")
+def test_cuda_teacher_kernels_compile_with_nvcc_against_the_shim(problems, tmp_path):
+    """The cuda template's kernels compile the way the fast build path compiles them (no GPU needed)."""
+    import ast
+    import subprocess
+
+    from verifier.fastbuild import cuda_translation_units, nvcc_command
+
+    teacher = TemplateTeacher()
+    found, _, _ = problems
+    extra = Problem(id="lm", source="test", reference=LINEAR_AND_MATMUL)
+    for i, problem in enumerate([*found[:3], extra]):
+        code = extract_code(teacher.solve(problem, "cuda").completion)
+        strings = {t.id: n.value.value for n in ast.parse(code).body if isinstance(n, ast.Assign)
+                   for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
+        _, kernels, _ = cuda_translation_units(strings["cpp_source"], strings["cuda_source"], ["forward"])
+        src = tmp_path / f"k{i}.cu"
+        src.write_text(kernels)
+        result = subprocess.run(nvcc_command(src, tmp_path / f"k{i}.o", "90", ["--extended-lambda"]),
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stdout + result.stderr

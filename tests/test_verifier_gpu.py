@@ -112,3 +112,25 @@ def test_unsupported_host_api_falls_back_and_still_passes(verifier_cache):
     cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier
     v = Judge(cfg, verifier_cache).verify(example_problem("scale_shift", "cuda"), cand)
     assert v.category == V.passed, v.detail
+
+
+def test_cuda_template_teacher_solutions_pass_on_the_gpu(verifier_cache):
+    """The template teacher's cuda kernels (elementwise, reductions, softmax, linear, matmul, views) pass."""
+    from schemas.records import Problem
+    from tests.test_operators import LINEAR_AND_MATMUL, TRANSPOSED
+    from training.prompts import extract_code
+    from training.teacher import TemplateTeacher
+
+    teacher = TemplateTeacher()
+    problems = [Problem(id=Problem.make_id(r), source="test", reference=r)
+                for r in (LINEAR_AND_MATMUL, TRANSPOSED, TRANSPOSED.replace("torch.relu(x.t())",
+                                                                            "torch.sum(torch.sigmoid(x) * x, dim=1)"))]
+    pairs = []
+    for p in problems:
+        code = extract_code(teacher.solve(p, "cuda").completion)
+        pairs.append((p, Candidate(id=Candidate.make_id(p.id, code, "cuda"), problem_id=p.id, source=code,
+                                   backend="cuda")))
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier
+    with LocalVerifierPool(cfg, verifier_cache) as pool:
+        verdicts = list(pool.verify_many(pairs))
+    assert all(v.passed for v in verdicts), [v.detail for v in verdicts]

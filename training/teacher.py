@@ -207,6 +207,181 @@ static torch::Tensor kd_mm(const torch::Tensor& a, const torch::Tensor& b) {
 _HELPER_DEPS = {"map1": ["at"], "map2": ["at", "broadcast"], "where": ["at", "broadcast"], "reduce": [],
                 "softmax": ["at"], "linear": [], "mm": []}
 
+# The same helpers for the cuda backend: one thread per output element (grid-stride loops), device
+# lambdas (`--extended-lambda`), strides passed by value in a small struct.
+_CUDA_HELPERS = {
+    "at": """\
+#define KD_MAX_DIMS 8
+struct KdIndex { int64_t nd; int64_t shape[KD_MAX_DIMS]; int64_t stride[KD_MAX_DIMS]; };
+static KdIndex kd_index(std::vector<int64_t> shape, std::vector<int64_t> stride) {
+  TORCH_CHECK(shape.size() <= KD_MAX_DIMS, "at most 8 dims");
+  KdIndex ix;
+  ix.nd = (int64_t)shape.size();
+  for (int64_t d = 0; d < ix.nd; ++d) { ix.shape[d] = shape[d]; ix.stride[d] = stride[d]; }
+  return ix;
+}
+// Offset of the i-th element (row-major over ix.shape) in memory laid out with ix.stride.
+__device__ __forceinline__ int64_t kd_at(int64_t i, const KdIndex& ix) {
+  int64_t off = 0;
+  for (int64_t d = ix.nd - 1; d >= 0; --d) { off += (i % ix.shape[d]) * ix.stride[d]; i /= ix.shape[d]; }
+  return off;
+}
+#define KD_LOOP(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+static int kd_blocks(int64_t n) { return (int)std::max<int64_t>(1, std::min<int64_t>((n + 255) / 256, 65535)); }
+""",
+    "broadcast": _HELPERS["broadcast"],
+    "map1": """\
+template <typename In, typename Out, typename F>
+__global__ void kd_map1_kernel(const In* a, KdIndex ia, Out* o, int64_t n, F f) {
+  KD_LOOP(i, n) o[i] = f(a[kd_at(i, ia)]);
+}
+template <typename In, typename Out, typename F>
+static torch::Tensor kd_map1(const torch::Tensor& a, torch::ScalarType out_type, F f) {
+  auto out = torch::empty(a.sizes(), a.options().dtype(out_type));
+  int64_t n = out.numel();
+  if (n) kd_map1_kernel<<<kd_blocks(n), 256>>>(a.data_ptr<In>(), kd_index(a.sizes().vec(), a.strides().vec()),
+                                                out.data_ptr<Out>(), n, f);
+  return out;
+}
+""",
+    "map2": """\
+template <typename A, typename B, typename Out, typename F>
+__global__ void kd_map2_kernel(const A* a, KdIndex ia, const B* b, KdIndex ib, Out* o, int64_t n, F f) {
+  KD_LOOP(i, n) o[i] = f(a[kd_at(i, ia)], b[kd_at(i, ib)]);
+}
+template <typename A, typename B, typename Out, typename F>
+static torch::Tensor kd_map2(const torch::Tensor& a, const torch::Tensor& b, torch::ScalarType out_type, F f) {
+  auto shape = kd_broadcast(a.sizes().vec(), b.sizes().vec());
+  auto ea = a.expand(shape), eb = b.expand(shape);
+  auto out = torch::empty(shape, a.options().dtype(out_type));
+  int64_t n = out.numel();
+  if (n) kd_map2_kernel<<<kd_blocks(n), 256>>>(a.data_ptr<A>(), kd_index(shape, ea.strides().vec()), b.data_ptr<B>(),
+                                                kd_index(shape, eb.strides().vec()), out.data_ptr<Out>(), n, f);
+  return out;
+}
+""",
+    "where": """\
+__global__ void kd_where_kernel(const bool* c, KdIndex ic, const float* a, KdIndex ia, const float* b, KdIndex ib,
+                                float* o, int64_t n) {
+  KD_LOOP(i, n) o[i] = c[kd_at(i, ic)] ? a[kd_at(i, ia)] : b[kd_at(i, ib)];
+}
+static torch::Tensor kd_where(const torch::Tensor& c, const torch::Tensor& a, const torch::Tensor& b) {
+  auto shape = kd_broadcast(kd_broadcast(c.sizes().vec(), a.sizes().vec()), b.sizes().vec());
+  auto ec = c.expand(shape), ea = a.expand(shape), eb = b.expand(shape);
+  auto out = torch::empty(shape, a.options());
+  int64_t n = out.numel();
+  if (n) kd_where_kernel<<<kd_blocks(n), 256>>>(c.data_ptr<bool>(), kd_index(shape, ec.strides().vec()),
+      a.data_ptr<float>(), kd_index(shape, ea.strides().vec()), b.data_ptr<float>(),
+      kd_index(shape, eb.strides().vec()), out.data_ptr<float>(), n);
+  return out;
+}
+""",
+    "reduce": """\
+// One thread per output element folds its reduced elements: acc folds, fin(total, count) finishes.
+template <typename Acc, typename Fin>
+__global__ void kd_reduce_kernel(const float* a, KdIndex kept, KdIndex red, float* o, int64_t n_out, int64_t count,
+                                 float init, Acc acc, Fin fin) {
+  KD_LOOP(j, n_out) {
+    int64_t base = kd_at(j, kept);
+    float s = init;
+    for (int64_t k = 0; k < count; ++k) s = acc(s, a[base + kd_at(k, red)]);
+    o[j] = fin(s, count);
+  }
+}
+template <typename Acc, typename Fin>
+static torch::Tensor kd_reduce(const torch::Tensor& a, std::vector<int64_t> dims, bool keepdim, float init, Acc acc, Fin fin) {
+  int64_t nd = a.dim();
+  std::vector<bool> red(nd, dims.empty());
+  for (auto d : dims) red[(d % nd + nd) % nd] = true;
+  std::vector<int64_t> out_shape, kept_shape, kept_stride, red_shape, red_stride;
+  int64_t count = 1;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (red[d]) { red_shape.push_back(a.size(d)); red_stride.push_back(a.stride(d)); count *= a.size(d); }
+    else { kept_shape.push_back(a.size(d)); kept_stride.push_back(a.stride(d)); }
+    if (!red[d] || keepdim) out_shape.push_back(red[d] ? 1 : a.size(d));
+  }
+  auto out = torch::empty(out_shape, a.options());
+  int64_t n_out = out.numel();
+  if (n_out) kd_reduce_kernel<<<kd_blocks(n_out), 256>>>(a.data_ptr<float>(), kd_index(kept_shape, kept_stride),
+      kd_index(red_shape, red_stride), out.data_ptr<float>(), n_out, count, init, acc, fin);
+  return out;
+}
+""",
+    "softmax": """\
+__global__ void kd_softmax_kernel(const float* a, KdIndex outer, KdIndex inner, int64_t len, int64_t step,
+                                  float* o, int64_t rows, int64_t n_inner, bool log) {
+  KD_LOOP(r, rows) {
+    int64_t ro = r / n_inner, ri = r % n_inner;
+    const float* row = a + kd_at(ro, outer) + kd_at(ri, inner);
+    float mx = -INFINITY, sum = 0.f;
+    for (int64_t k = 0; k < len; ++k) mx = fmaxf(mx, row[k * step]);
+    for (int64_t k = 0; k < len; ++k) sum += expf(row[k * step] - mx);
+    for (int64_t k = 0; k < len; ++k) {
+      float x = row[k * step] - mx;
+      o[(ro * len + k) * n_inner + ri] = log ? x - logf(sum) : expf(x) / sum;
+    }
+  }
+}
+static torch::Tensor kd_softmax(const torch::Tensor& a, int64_t dim, bool log) {
+  int64_t nd = a.dim();
+  dim = (dim % nd + nd) % nd;
+  auto sh = a.sizes().vec(), st = a.strides().vec();
+  std::vector<int64_t> sh_o(sh.begin(), sh.begin() + dim), st_o(st.begin(), st.begin() + dim);
+  std::vector<int64_t> sh_i(sh.begin() + dim + 1, sh.end()), st_i(st.begin() + dim + 1, st.end());
+  int64_t n_outer = 1, n_inner = 1;
+  for (auto s : sh_o) n_outer *= s;
+  for (auto s : sh_i) n_inner *= s;
+  auto out = torch::empty(a.sizes(), a.options());
+  int64_t rows = n_outer * n_inner;
+  if (rows) kd_softmax_kernel<<<kd_blocks(rows), 256>>>(a.data_ptr<float>(), kd_index(sh_o, st_o), kd_index(sh_i, st_i),
+      sh[dim], st[dim], out.data_ptr<float>(), rows, n_inner, log);
+  return out;
+}
+""",
+    "linear": """\
+__global__ void kd_linear_kernel(const float* x, const float* w, const float* b, float* o, int64_t rows, int64_t in,
+                                 int64_t out_f) {
+  KD_LOOP(idx, rows * out_f) {
+    int64_t r = idx / out_f, c = idx % out_f;
+    float acc = b ? b[c] : 0.f;
+    for (int64_t i = 0; i < in; ++i) acc += x[r * in + i] * w[c * in + i];
+    o[idx] = acc;
+  }
+}
+static torch::Tensor kd_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor* b) {
+  auto xc = x.contiguous(), wc = w.contiguous();
+  int64_t in = xc.size(-1), out_f = wc.size(0), rows = xc.numel() / in;
+  auto shape = xc.sizes().vec();
+  shape.back() = out_f;
+  auto out = torch::empty(shape, xc.options());
+  torch::Tensor bc;
+  if (b) bc = b->contiguous();
+  if (rows * out_f) kd_linear_kernel<<<kd_blocks(rows * out_f), 256>>>(xc.data_ptr<float>(), wc.data_ptr<float>(),
+      b ? bc.data_ptr<float>() : nullptr, out.data_ptr<float>(), rows, in, out_f);
+  return out;
+}
+""",
+    "mm": """\
+__global__ void kd_mm_kernel(const float* a, const float* b, float* o, int64_t n, int64_t k, int64_t m) {
+  KD_LOOP(idx, n * m) {
+    int64_t i = idx / m, j = idx % m;
+    float acc = 0.f;
+    for (int64_t t = 0; t < k; ++t) acc += a[i * k + t] * b[t * m + j];
+    o[idx] = acc;
+  }
+}
+static torch::Tensor kd_mm(const torch::Tensor& a, const torch::Tensor& b) {
+  auto ac = a.contiguous(), bc = b.contiguous();
+  int64_t n = ac.size(0), k = ac.size(1), m = bc.size(1);
+  auto out = torch::empty({n, m}, ac.options());
+  if (n * m) kd_mm_kernel<<<kd_blocks(n * m), 256>>>(ac.data_ptr<float>(), bc.data_ptr<float>(), out.data_ptr<float>(), n, k, m);
+  return out;
+}
+""",
+}
+_CUDA_DEPS = {"map1": ["at"], "map2": ["at", "broadcast"], "where": ["at", "broadcast"], "reduce": ["at"],
+              "softmax": ["at"], "linear": ["at"], "mm": ["at"]}
+
 
 def _float(value: Any) -> str:
     value = float(value)
@@ -243,14 +418,16 @@ REDUCE: dict[str, tuple[str, str, str]] = {  # init, acc, fin
 class _Writer:
     """Turns the compute nodes of an exported graph into C++ statements."""
 
-    def __init__(self, graph: ExportedGraph, names: dict[torch.fx.Node, str]):
+    def __init__(self, graph: ExportedGraph, names: dict[torch.fx.Node, str], cuda: bool = False):
         self.graph = graph
         self.names = names
+        self.cuda = cuda
+        self.lam = "[] __device__ " if cuda else "[]"  # device lambdas need nvcc's --extended-lambda
         self.helpers: list[str] = []
         self.lines: list[str] = []
 
     def need(self, helper: str) -> None:
-        for dep in _HELPER_DEPS.get(helper, []):
+        for dep in (_CUDA_DEPS if self.cuda else _HELPER_DEPS).get(helper, []):
             self.need(dep)
         if helper not in self.helpers:
             self.helpers.append(helper)
@@ -280,7 +457,7 @@ class _Writer:
         if name in UNARY or name in ("gelu", "leaky_relu", "clamp", "clip", "hardtanh"):
             self.need("map1")
             self.lines.append(f"  auto {out} = kd_map1<float, float>({self.value(args[0])}, torch::kFloat32, "
-                              f"[](float v) {{ return {self.unary_expr(name, args, kwargs)}; }});")
+                              f"{self.lam}(float v) {{ return {self.unary_expr(name, args, kwargs)}; }});")
         elif name in BINARY or name in COMPARE:
             expr = BINARY.get(name) or COMPARE[name]
             if kwargs.get("alpha", 1) != 1 or kwargs.get("rounding_mode"):
@@ -291,11 +468,11 @@ class _Writer:
             if isinstance(b, (int, float)) and isinstance(a, torch.fx.Node):
                 self.need("map1")
                 self.lines.append(f"  auto {out} = kd_map1<float, {result}>({self.value(a)}, {scalar_type}, "
-                                  f"[](float x) {{ const float y = {_float(b)}; return {expr}; }});")
+                                  f"{self.lam}(float x) {{ const float y = {_float(b)}; return {expr}; }});")
             else:
                 self.need("map2")
                 self.lines.append(f"  auto {out} = kd_map2<float, float, {result}>({self.value(a)}, {self.value(b)}, "
-                                  f"{scalar_type}, [](float x, float y) {{ return {expr}; }});")
+                                  f"{scalar_type}, {self.lam}(float x, float y) {{ return {expr}; }});")
         elif name == "where":
             if not all(isinstance(a, torch.fx.Node) for a in args[:3]):
                 raise Unsupported("where with scalar branches")
@@ -391,7 +568,7 @@ class _Writer:
         dim_list = "{" + ", ".join(str(int(d)) for d in dims) + "}"
         self.lines.append(
             f"  auto {out} = kd_reduce({self.value(src)}, {dim_list}, {str(keepdim).lower()}, {init}, "
-            f"[](float s, float v) {{ return {acc}; }}, [](float s, int64_t c) {{ return {fin}; }});")
+            f"{self.lam}(float s, float v) {{ return {acc}; }}, {self.lam}(float s, int64_t c) {{ return {fin}; }});")
 
 
 def _init_source(reference: str) -> tuple[str, str]:
@@ -417,8 +594,9 @@ def _forward_args(reference: str) -> list[str]:
     raise Unsupported("reference Model has no forward")
 
 
-def write_cpu_solution(problem: Problem, graph: ExportedGraph) -> tuple[str, list[str]]:
-    """The ModelNew source and the six reasoning steps for a float32 graph, cpu backend."""
+def write_solution(problem: Problem, graph: ExportedGraph, backend: str = "cpu") -> tuple[str, list[str]]:
+    """The ModelNew source and the six reasoning steps for a float32 graph: C++ loops (cpu) or one CUDA
+    kernel per node (cuda), in KernelBench's load_inline format."""
     if graph.constants:
         raise Unsupported("lifted tensor constants")
     forward_args = _forward_args(problem.reference)
@@ -438,7 +616,8 @@ def write_cpu_solution(problem: Problem, graph: ExportedGraph) -> tuple[str, lis
     for node in list(graph.user_inputs) + list(graph.parameters):
         if _Writer.dtype(node) not in (torch.float32, torch.bool):
             raise Unsupported(f"input {node.name} is {_Writer.dtype(node)}")
-    writer = _Writer(graph, names)
+    cuda = backend == "cuda"
+    writer = _Writer(graph, names, cuda)
     for i, node in enumerate(graph.compute):
         names[node] = f"v{i}"
         writer.emit(node, f"v{i}")
@@ -450,27 +629,37 @@ def write_cpu_solution(problem: Problem, graph: ExportedGraph) -> tuple[str, lis
     single = len(outs) == 1
     ret_type = "torch::Tensor" if single else "std::vector<torch::Tensor>"
     ret = outs[0] if single else "{" + ", ".join(outs) + "}"
-    helpers = "\n".join(_HELPERS[h] for h in ["at", "broadcast", "map1", "map2", "where", "reduce", "softmax",
-                                                "linear", "mm"] if h in writer.helpers)
-    cpp = (f"#include <torch/extension.h>\n#include <cmath>\n#include <vector>\n\n{helpers}\n"
-           f"{ret_type} forward({', '.join(cpp_params)}) {{\n" + "\n".join(writer.lines) + f"\n  return {ret};\n}}\n")
+    order = ["at", "broadcast", "map1", "map2", "where", "reduce", "softmax", "linear", "mm"]
+    helpers = "\n".join((_CUDA_HELPERS if cuda else _HELPERS)[h] for h in order if h in writer.helpers)
+    signature = f"{ret_type} forward({', '.join(cpp_params)})"
+    body = f"{signature} {{\n" + "\n".join(writer.lines) + f"\n  return {ret};\n}}\n"
+    if cuda:
+        includes = "#include <torch/extension.h>\n#include <cuda_runtime.h>\n#include <algorithm>\n#include <cmath>\n" \
+                   "#include <vector>\n"
+        sources = (f'cuda_source = r"""\n{includes}\n{helpers}\n{body}"""\n\n'
+                   f'cpp_source = "{signature};"\n\n')
+        build = (f'kernels = load_inline(name="kd_{problem.id}", cpp_sources=cpp_source, cuda_sources=cuda_source, '
+                 'functions=["forward"], extra_cuda_cflags=["--extended-lambda"])')
+    else:
+        includes = "#include <torch/extension.h>\n#include <cmath>\n#include <vector>\n"
+        sources = f'cpp_source = r"""\n{includes}\n{helpers}\n{body}"""\n\n'
+        build = f'kernels = load_inline(name="kd_{problem.id}", cpp_sources=cpp_source, functions=["forward"])'
     init_sig, init_body = _init_source(problem.reference)
     py_return = "kernels.forward(" + ", ".join(py_args) + ")"
     if not single:
         py_return = f"tuple({py_return})"
     source = (
         "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n\n"
-        f'cpp_source = r"""\n{cpp}"""\n\n'
-        f'kernels = load_inline(name="kd_{problem.id}", cpp_sources=cpp_source, functions=["forward"])\n\n\n'
+        f"{sources}{build}\n\n\n"
         "class ModelNew(nn.Module):\n"
         f"    def __init__({init_sig}):\n{textwrap.indent(init_body, '        ')}\n\n"
         f"    def forward(self, {', '.join(forward_args)}):\n"
         f"        return {py_return}\n"
     )
-    return source, _reasoning(graph, writer, forward_args)
+    return source, _reasoning(graph, writer, forward_args, cuda)
 
 
-def _reasoning(graph: ExportedGraph, writer: _Writer, inputs: list[str]) -> list[str]:
+def _reasoning(graph: ExportedGraph, writer: _Writer, inputs: list[str], cuda: bool = False) -> list[str]:
     ops = ", ".join(f"{op_short_name(n.target)}" for n in graph.compute)
     shapes = "; ".join(f"{name} {list(n.meta['val'].shape)}" for name, n in zip(inputs, graph.user_inputs))
     outs = "; ".join(str(list(o.meta["val"].shape)) for o in graph.outputs if isinstance(o, torch.fx.Node))
@@ -478,7 +667,7 @@ def _reasoning(graph: ExportedGraph, writer: _Writer, inputs: list[str]) -> list
     return [
         f"1. Operators: {ops}.",
         f"2. Shapes: inputs {shapes or 'none'}; outputs {outs}; float32, any strides.",
-        f"3. Strategy: {fused}, one output element per iteration.",
+        f"3. Strategy: {fused}, one output element per {'thread (grid-stride loop)' if cuda else 'iteration'}.",
         "4. Memory: read inputs through their strides, write fresh contiguous outputs.",
         "5. Edge cases: broadcast by expanding to the output shape (stride 0); reduce in float.",
         "6. Code:",
@@ -486,7 +675,8 @@ def _reasoning(graph: ExportedGraph, writer: _Writer, inputs: list[str]) -> list
 
 
 class TemplateTeacher:
-    """Writes verified-by-construction C++ for float32 graphs of elementwise, reduction and softmax ops."""
+    """Writes C++ (cpu) or CUDA (cuda) for float32 graphs of elementwise, reduction, softmax, linear, 2-D
+    matmul and view ops; like every teacher's, its outputs are verified before they are used."""
 
     name = "template"
 
@@ -494,11 +684,11 @@ class TemplateTeacher:
         return [self.solve(p, backend) for p in problems]
 
     def solve(self, problem: Problem, backend: str) -> TeacherOutput:
-        if backend != "cpu":
-            return TeacherOutput(problem.id, refusal=f"the template teacher writes cpu kernels only (asked for {backend})")
+        if backend not in ("cpu", "cuda"):
+            return TeacherOutput(problem.id, refusal=f"the template teacher writes cpu and cuda kernels, not {backend}")
         try:
             graph = export_reference(load_reference_module(problem.reference, f"teacher_{problem.id}"))
-            source, reasoning = write_cpu_solution(problem, graph)
+            source, reasoning = write_solution(problem, graph, backend)
         except Unsupported as exc:
             return TeacherOutput(problem.id, refusal=str(exc))
         except Exception as exc:  # export or reference failures: the problem is out of reach, not a crash

@@ -319,17 +319,7 @@ class FastInlineBuilder:
     # -- cuda --------------------------------------------------------------------------
     def _build_cuda(self, cpp: str, cuda: str, functions: list[str], cflags: list[str],
                     cuda_flags: list[str]) -> tuple[Path, str]:
-        cpp_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cpp))
-        cu_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cuda))
-        includes = _hoisted_includes(cpp, cuda)
-        namespace = "kd_" + _signature(cpp_body, cu_body, *functions)
-        bindings = ('#include "kd_prelude.h"\n#define KD_SHIM 1\n#include "kd_bridge.inc"\n'
-                    f"{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n"
-                    f'#line 1 "{CANDIDATE_FILE}"\n{cpp_body}\n}}\n'
-                    f'#line 1 "{BINDINGS_FILE}"\n{BINDING_SUPPORT}\n'
-                    + _registration(namespace, functions, f"{USER_NAMESPACE}::"))
-        kernels = (f'#include "kd_shim.h"\n{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
-                   f'#line 1 "{CANDIDATE_CUDA_FILE}"\n{cu_body}\n}}\n')
+        bindings, kernels, namespace = cuda_translation_units(cpp, cuda, functions)
         arch = self.cuda_arch or _device_arch()
         key = _signature(bindings, kernels, *cflags, *cuda_flags, arch, torch.__version__, "cuda")
         return self._cached(key, lambda out: self._compile_cuda(bindings, kernels, cflags, cuda_flags, arch, out)), namespace
@@ -341,8 +331,7 @@ class FastInlineBuilder:
         bind_obj, cu_obj = out.with_suffix(".bind.o"), out.with_suffix(".cu.o")
         bind_src.write_text(bindings)
         cu_src.write_text(kernels)
-        nvcc = [str(home / "bin" / "nvcc"), *_NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}",
-                f"-I{SHIM_DIR}", *cuda_flags, "-c", str(cu_src), "-o", str(cu_obj)]
+        nvcc = nvcc_command(cu_src, cu_obj, arch, cuda_flags)
         gxx = [self.compiler, *_BASE_FLAGS, f"-I{self.prelude_dir('cuda')}", f"-I{SHIM_DIR}", *_torch_flags(),
                *_cuda_flags(), *cflags, "-c", str(bind_src), "-o", str(bind_obj)]
         try:
@@ -400,6 +389,28 @@ class FastInlineBuilder:
         self.stats.fallbacks += 1
         self.stats.fallback_reasons.append(reason)
         return _ORIGINAL_LOAD_INLINE(name, cpp_sources, **kwargs)
+
+
+def cuda_translation_units(cpp: str, cuda: str, functions: list[str]) -> tuple[str, str, str]:
+    """(bindings for g++, kernels for nvcc, op namespace) of a candidate's cpp_sources and cuda_sources."""
+    cpp_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cpp))
+    cu_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cuda))
+    includes = _hoisted_includes(cpp, cuda)
+    namespace = "kd_" + _signature(cpp_body, cu_body, *functions)
+    bindings = ('#include "kd_prelude.h"\n#define KD_SHIM 1\n#include "kd_bridge.inc"\n'
+                f"{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n"
+                f'#line 1 "{CANDIDATE_FILE}"\n{cpp_body}\n}}\n'
+                f'#line 1 "{BINDINGS_FILE}"\n{BINDING_SUPPORT}\n'
+                + _registration(namespace, functions, f"{USER_NAMESPACE}::"))
+    kernels = (f'#include "kd_shim.h"\n{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
+               f'#line 1 "{CANDIDATE_CUDA_FILE}"\n{cu_body}\n}}\n')
+    return bindings, kernels, namespace
+
+
+def nvcc_command(source: Path, output: Path, arch: str, cuda_flags: list[str]) -> list[str]:
+    """nvcc for a kernels unit: torch's load_inline flags, the kd_shim headers, no torch headers."""
+    return [str(_cuda_home() / "bin" / "nvcc"), *_NVCC_FLAGS, f"-gencode=arch=compute_{arch},code=sm_{arch}",
+            f"-I{SHIM_DIR}", *cuda_flags, "-c", str(source), "-o", str(output)]
 
 
 def _joined(sources) -> str:
