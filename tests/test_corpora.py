@@ -54,3 +54,23 @@ def test_qa_answers_come_from_the_hints():
     answers = " ".join(e["completion"] for e in examples)
     assert "shape [6, 4] and strides [1, 6]" in answers and "not contiguous" in answers
     assert "24 elements of float32: 96 bytes" in answers
+
+
+def test_diverse_rft_keeps_distinct_correct_kernels_and_the_ablation_keeps_one():
+    from training.rft import Sample, select_diverse
+
+    def sample(pid, source, passed=True, speedup=1.0):
+        v = _verdict(VerdictCategory.passed if passed else VerdictCategory.wrong_output)
+        return Sample(pid, source, f"```python\n{source}\n```", v.model_copy(update={"speedup_vs_eager": speedup}))
+
+    samples = [
+        sample("p", "for (i = 0; i < n; ++i) o[i] = a[i];", speedup=1.0),
+        sample("p", "for (i = 0;  i < n;  ++i)   o[i] = a[i];  // same kernel, reformatted", speedup=3.0),
+        sample("p", "parallel_for(0, n, [&](i) { o[i] = a[i]; });", speedup=2.0),
+        sample("p", "o = broken", passed=False, speedup=9.0),
+        sample("q", "kernel_q", speedup=1.0),
+    ]
+    kept = select_diverse(samples, max_per_problem=4)
+    assert [(s.problem_id, s.verdict.speedup_vs_eager) for s in kept] == [("p", 3.0), ("p", 2.0), ("q", 1.0)]
+    fastest = select_diverse(samples, max_per_problem=4, keep_fastest_only=True)
+    assert [(s.problem_id, s.verdict.speedup_vs_eager) for s in fastest] == [("p", 3.0), ("q", 1.0)]
