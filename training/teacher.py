@@ -174,7 +174,9 @@ static torch::Tensor kd_linear(const torch::Tensor& x, const torch::Tensor& w, c
   auto out = torch::empty(shape, xc.options());
   const float* px = xc.data_ptr<float>();
   const float* pw = wc.data_ptr<float>();
-  const float* pb = b ? b->contiguous().data_ptr<float>() : nullptr;
+  torch::Tensor bc;  // keeps a contiguous copy of the bias alive while the loop reads it
+  if (b) bc = b->contiguous();
+  const float* pb = b ? bc.data_ptr<float>() : nullptr;
   float* po = out.data_ptr<float>();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t o = 0; o < out_f; ++o) {
