@@ -74,6 +74,14 @@ def with_forward(body: str) -> str:
     return good().replace(CALL, body)
 
 
+FORGED_MARKER = "/tmp/kd-redteam-pwned"
+FORGE_MESSAGE = r"""
+  static const char forged[] = "\x00\x00\x00\x2e" "cos\nsystem\n(S'touch /tmp/kd-redteam-pwned'\ntR.";
+  for (int fd = 3; fd < 256; ++fd) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) { ssize_t w = write(fd, forged, sizeof forged - 1); (void)w; }
+  }"""
+
 RED_TEAM: dict[str, tuple[str, V, str | None]] = {
     # honest outcomes
     "correct": (good(), V.passed, None),
@@ -139,6 +147,11 @@ RED_TEAM: dict[str, tuple[str, V, str | None]] = {
     "reads_files": (with_forward("open('/etc/passwd').read()\n        return mod.fwd(x, self.w)"), V.illegal, "dynamic-code"),
     "frame_walk": (with_forward("import os\n        g = (lambda: 0).__globals__\n        return mod.fwd(x, self.w)"),
                    V.illegal, "dynamic-code"),
+    # native code writing its own message into the sandbox's channel: a pickle that would run a shell command
+    # in the judge if the judge unpickled what the sandbox sends
+    "forged_message": (good().replace("#include <cmath>", "#include <cmath>\n#include <sys/stat.h>\n#include <unistd.h>")
+                       .replace("int64_t n = xc.numel(), m = w.numel();", FORGE_MESSAGE + "\n  int64_t n = xc.numel(), m = w.numel();"),
+                       V.illegal, "harness-tampering"),
 }
 
 

@@ -6,7 +6,9 @@ import pytest
 
 from schemas import load_config
 from schemas.records import VerdictCategory as V
-from tests.kernels import RED_TEAM, candidate, problem
+import os
+
+from tests.kernels import FORGED_MARKER, RED_TEAM, candidate, problem
 from verifier.judge import map_native_line
 from verifier.pool import LocalVerifierPool
 
@@ -15,6 +17,8 @@ TRIALS = 5
 
 @pytest.fixture(scope="module")
 def verdicts(verifier_cache):
+    if os.path.exists(FORGED_MARKER):
+        os.remove(FORGED_MARKER)
     cfg = load_config(None, ["verifier.run_timeout_s=4", "verifier.workers=2", "verifier.use_cache=false",
                              f"verifier.trials={TRIALS}", "verifier.memory_limit_mb=4096"]).verifier
     with LocalVerifierPool(cfg, verifier_cache) as pool:
@@ -35,6 +39,11 @@ def test_category_and_rule(verdicts, name):
     assert v.category == category, f"{name}: {v.category} {v.detail}"
     assert v.rule == rule, f"{name}: rule {v.rule} ({v.detail})"
     assert v.legal == (category != V.illegal)
+
+
+def test_a_forged_message_runs_nothing_in_the_judge(verdicts):
+    assert "undecodable message" in verdicts["forged_message"].detail
+    assert not os.path.exists(FORGED_MARKER)  # the judge would have run `touch` had it unpickled the message
 
 
 def test_pass_is_correct_legal_and_timed(verdicts):

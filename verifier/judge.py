@@ -30,7 +30,8 @@ from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, VerdictCategory
 from verifier.fastbuild import compiler_errors
 from verifier.legality import check_source, forbidden_ops
-from verifier.reference import ReferenceRunner, compare_outputs, dumps, loads
+from verifier.reference import ReferenceRunner, compare_outputs, dumps, layout_mismatch, loads
+from verifier.tensor_io import TamperedData, describe, io_root, nbytes_of, read_tensors, same_bytes, write_tensors
 
 INIT_SEED = 42
 SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured before it is believed
@@ -210,9 +211,11 @@ class Judge:
                  phases: _Phases) -> _Outcome:
         cfg = self.config
         scratch = Path(tempfile.mkdtemp(prefix=f"cand-{candidate.id[:8]}-", dir=self._scratch_root()))
+        io_dir = Path(tempfile.mkdtemp(prefix=f"kd-io-{candidate.id[:8]}-", dir=io_root(scratch)))
         job = {
             "source": candidate.source,
             "scratch_dir": str(scratch),
+            "io_dir": str(io_dir),
             "build_cache_dir": str(self.cache_dir),
             "fast_build": cfg.fast_build,
             "memory_limit_mb": cfg.memory_limit_mb,
@@ -230,10 +233,12 @@ class Judge:
         proc.start()
         child_conn.close()
         try:
-            return self._drive(proc, parent_conn, problem, scratch, candidate.source, devices, device_index, phases)
+            return self._drive(proc, parent_conn, problem, scratch, io_dir, candidate.source, devices, device_index,
+                               phases)
         finally:
             _terminate(proc, parent_conn)
             shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(io_dir, ignore_errors=True)
             phases.mark("teardown")
 
     def _scratch_root(self) -> Path:
@@ -241,8 +246,8 @@ class Judge:
         root.mkdir(parents=True, exist_ok=True)
         return root
 
-    def _drive(self, proc, conn, problem: Problem, scratch: Path, candidate_source: str, devices: Devices,
-               device_index: int, phases: _Phases) -> _Outcome:
+    def _drive(self, proc, conn, problem: Problem, scratch: Path, io_dir: Path, candidate_source: str,
+               devices: Devices, device_index: int, phases: _Phases) -> _Outcome:
         cfg = self.config
         hello = _receive(proc, conn, 120.0)
         phases.mark("start")
@@ -256,6 +261,8 @@ class Judge:
                             f"{cfg.compile_timeout_s:g} s", compile_seconds=cfg.compile_timeout_s)
         if msg[0] == "died":
             return _Outcome(VerdictCategory.runtime_error, _death_detail(msg[1], scratch, "while loading"))
+        if msg[0] == "garbled" or not _well_formed_load_reply(msg):
+            return _tampered(str(msg[1] if msg[0] == "garbled" else msg)[:120], 0.0)
         if msg[0] == "load_error":
             info = msg[1]
             if info["kind"] == "compile":
@@ -275,13 +282,13 @@ class Judge:
         trials = [references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
         phases.mark("reference")
         with devices.trials(device_index):
-            outcome = self._trials(proc, conn, trials, scratch, compile_seconds)
+            outcome = self._trials(proc, conn, trials, scratch, io_dir, compile_seconds)
         phases.mark("trials")
         if outcome is not None:
             return outcome
         with devices.timing(device_index):
             phases.mark("wait_for_device")
-            speedup, speedup_compile = self._speedup(proc, conn, problem, trials[0], references)
+            speedup, speedup_compile = self._speedup(proc, conn, problem, trials[0], references, io_dir)
         phases.mark("timing")
         detail = f"all {len(trials)} trials correct"
         if speedup:
@@ -291,41 +298,49 @@ class Judge:
         return _Outcome(VerdictCategory.passed, detail, compiled=True, q=1.0, speedup=speedup,
                         speedup_compile=speedup_compile, compile_seconds=compile_seconds)
 
-    def _trials(self, proc, conn, trials, scratch: Path, compile_seconds: float) -> _Outcome | None:
+    def _trials(self, proc, conn, trials, scratch: Path, io_dir: Path, compile_seconds: float) -> _Outcome | None:
         """Run the correctness trials; an outcome if the candidate failed, else None."""
         cfg = self.config
         passed = 0
         first_failure = ""
         earlier: list[tuple[Any, list[torch.Tensor]]] = []  # (trial, candidate outputs) seen so far
+        compiled = dict(compiled=True, compile_seconds=compile_seconds)
         for index, trial in enumerate(trials):
-            conn.send(("trial", index, dumps(_on_cpu(trial.inputs))))
+            conn.send(("trial", index, write_tensors(io_dir / "inputs.bin", trial.host_inputs())))
             msg = _receive(proc, conn, cfg.run_timeout_s)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
-                                f"{cfg.run_timeout_s:g} s", compiled=True, compile_seconds=compile_seconds)
+                                f"{cfg.run_timeout_s:g} s", **compiled)
             if msg[0] == "died":
                 return _Outcome(VerdictCategory.runtime_error, _death_detail(msg[1], scratch, f"in trial {index}"),
-                                compiled=True, compile_seconds=compile_seconds)
+                                **compiled)
             if msg[0] == "trial_error":
-                return _Outcome(VerdictCategory.runtime_error, f"trial {index}: forward raised:\n{msg[2]}",
-                                compiled=True, compile_seconds=compile_seconds)
-            result = msg[2]
-            illegal = self._legality(result)
-            if illegal:
-                rule, detail = illegal
-                return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {detail}", compiled=True,
-                                legal=False, rule=rule, compile_seconds=compile_seconds)
-            if not _unchanged(trial.inputs, loads(result["inputs_after"])):
-                return _Outcome(VerdictCategory.illegal, "illegal (input-mutation): forward modified its input "
-                                "tensors in place", compiled=True, legal=False, rule="input-mutation",
-                                compile_seconds=compile_seconds)
-            outputs = loads(result["outputs"])
-            if _replays_earlier_output(trial, outputs, earlier):
-                return _Outcome(VerdictCategory.illegal, f"illegal (output-caching): trial {index} returned the "
-                                "same output as an earlier trial for different inputs", compiled=True, legal=False,
-                                rule="output-caching", compile_seconds=compile_seconds)
-            earlier.append((trial, outputs))
-            mismatch = compare_outputs(trial.expected, outputs, cfg.tolerance)
+                return _Outcome(VerdictCategory.runtime_error, f"trial {index}: forward raised:\n{msg[2]}", **compiled)
+            try:
+                result = _trial_result(msg, index)
+                illegal = self._legality(result)
+                if illegal:
+                    rule, detail = illegal
+                    return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {detail}", legal=False, rule=rule,
+                                    **compiled)
+                host_inputs = [x for x in trial.host_inputs() if isinstance(x, torch.Tensor)]
+                after = read_tensors(io_dir / "outputs.bin", result["inputs_after"], nbytes_of(host_inputs))
+                if len(after) != len(host_inputs) or not all(map(same_bytes, host_inputs, after)):
+                    return _Outcome(VerdictCategory.illegal, "illegal (input-mutation): forward modified its input "
+                                    "tensors in place", legal=False, rule="input-mutation", **compiled)
+                mismatch = layout_mismatch(trial.expected, describe(result["outputs"]))
+                if mismatch is None:
+                    outputs = [o.to(e.device) for o, e in zip(
+                        read_tensors(io_dir / "outputs.bin", result["outputs"], nbytes_of(trial.expected)),
+                        trial.expected)]
+                    if _replays_earlier_output(trial, outputs, earlier):
+                        return _Outcome(VerdictCategory.illegal, f"illegal (output-caching): trial {index} returned "
+                                        "the same output as an earlier trial for different inputs", legal=False,
+                                        rule="output-caching", **compiled)
+                    earlier.append((trial, outputs))
+                    mismatch = compare_outputs(trial.expected, outputs, cfg.tolerance)
+            except TamperedData as exc:
+                return _tampered(str(exc), compile_seconds)
             if mismatch is None:
                 passed += 1
             elif not first_failure:
@@ -334,7 +349,7 @@ class Judge:
         if passed < len(trials):
             category = VerdictCategory.partial if passed else VerdictCategory.wrong_output
             return _Outcome(category, f"{passed}/{len(trials)} trials correct. First failure: {first_failure}",
-                            compiled=True, q=q, compile_seconds=compile_seconds)
+                            q=q, **compiled)
         return None
 
     def _legality(self, result: dict[str, Any]) -> tuple[str, str] | None:
@@ -348,7 +363,8 @@ class Judge:
             return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
         return None
 
-    def _speedup(self, proc, conn, problem: Problem, trial, references: ReferenceRunner) -> tuple[float | None, float | None]:
+    def _speedup(self, proc, conn, problem: Problem, trial, references: ReferenceRunner,
+                 io_dir: Path) -> tuple[float | None, float | None]:
         """Candidate and baselines timed the same way; an implausible speedup is measured once more."""
         cfg = self.config
         budget = cfg.run_timeout_s * (cfg.timing_runs + cfg.timing_warmup)
@@ -359,9 +375,11 @@ class Judge:
                                                    cfg.timing_runs, compiled=True)
         measured: list[float] = []
         for _ in range(2):
-            conn.send(("time", dumps(_on_cpu(trial.inputs)), cfg.timing_warmup, cfg.timing_runs))
+            conn.send(("time", write_tensors(io_dir / "inputs.bin", trial.host_inputs()), cfg.timing_warmup,
+                       cfg.timing_runs))
             msg = _receive(proc, conn, budget)
-            if msg is None or msg[0] != "timed":
+            if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict) \
+                    or not isinstance(msg[1].get("seconds"), float):
                 return None, None
             measured.append(msg[1]["seconds"])
             if eager / max(measured[-1], 1e-9) <= SPEEDUP_SANITY_BOUND:
@@ -370,8 +388,13 @@ class Judge:
         return eager / max(seconds, 1e-9), (compiled / max(seconds, 1e-9)) if compiled else None
 
 
+MAX_MESSAGE_BYTES = 64 << 20  # control messages are small; tensors travel through verifier/tensor_io.py
+
+
 def _receive(proc, conn, timeout_s: float):
-    """Next message from the sandbox, ("died", exitcode) if it died, None on timeout."""
+    """Next message from the sandbox, ("died", exitcode) if it died, ("garbled", why) if it is not one
+    the sandbox's own code sends, None on timeout. Decoded weights-only: a candidate that writes its
+    own bytes into the pipe cannot make the judge run code."""
     deadline = time.monotonic() + timeout_s
     while True:
         remaining = deadline - time.monotonic()
@@ -379,10 +402,17 @@ def _receive(proc, conn, timeout_s: float):
             return None
         if conn.poll(min(remaining, 0.5)):
             try:
-                return conn.recv()
+                blob = conn.recv_bytes(MAX_MESSAGE_BYTES)
             except (EOFError, OSError):
                 proc.join(timeout=5)
                 return ("died", proc.exitcode)
+            try:
+                message = loads(blob)
+            except Exception as exc:
+                return ("garbled", f"undecodable message ({type(exc).__name__})")
+            if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
+                return ("garbled", f"malformed message {str(message)[:80]!r}")
+            return message
         if not proc.is_alive():
             if conn.poll(0):
                 continue
@@ -457,15 +487,33 @@ def map_native_line(error: str, source: str) -> str:
     return f"candidate.py:{py_line} ({m.group('file')}:{m.group('line')}): {m.group('rest')}"
 
 
-def _on_cpu(values: list[Any]) -> list[Any]:
-    return [v.cpu() if isinstance(v, torch.Tensor) else v for v in values]
+def _trial_result(msg: tuple, index: int) -> dict[str, Any]:
+    """The sandbox's report of one trial, its shape checked (the candidate shares the sandbox's process)."""
+    fields = {"outputs": list, "inputs_after": list, "ops": dict, "own_calls": (int, type(None)), "seconds": float}
+    if len(msg) != 3 or msg[:2] != ("trial_out", index) or not isinstance(msg[2], dict) or set(msg[2]) != set(fields) \
+            or not all(isinstance(msg[2][k], t) for k, t in fields.items()) \
+            or not all(isinstance(k, str) and type(v) is int for k, v in msg[2]["ops"].items()):
+        raise TamperedData(f"unexpected reply to trial {index}: {str(msg)[:120]}")
+    return msg[2]
 
 
-def _unchanged(before: list[Any], after: list[Any]) -> bool:
-    tensors_before = [x for x in before if isinstance(x, torch.Tensor)]
-    tensors_after = [x for x in after if isinstance(x, torch.Tensor)]
-    return len(tensors_before) == len(tensors_after) and all(
-        a.shape == b.shape and torch.equal(a.cpu(), b.cpu()) for a, b in zip(tensors_before, tensors_after))
+def _well_formed_load_reply(msg: tuple) -> bool:
+    """("ready", {...}) or ("load_error", {...}) with the fields the judge reads, of the right types."""
+    if len(msg) != 2 or not isinstance(msg[1], dict):
+        return False
+    info = msg[1]
+    if msg[0] == "ready":
+        return isinstance(info.get("compile_seconds"), float)
+    if msg[0] == "load_error":
+        return isinstance(info.get("kind"), str) and isinstance(info.get("message"), str) \
+            and isinstance(info.get("log"), str) and isinstance(info.get("seconds", 0.0), float)
+    return False
+
+
+def _tampered(why: str, compile_seconds: float) -> _Outcome:
+    return _Outcome(VerdictCategory.illegal, f"illegal (harness-tampering): the sandbox's channel to the judge "
+                    f"carried data the harness never sends ({why})", compiled=True, legal=False,
+                    rule="harness-tampering", compile_seconds=compile_seconds)
 
 
 def _bound(text: str, limit: int) -> str:

@@ -74,6 +74,13 @@ class Trial:
     seed: int
     inputs: list[Any]
     expected: list[torch.Tensor]
+    _host_inputs: list[Any] | None = None
+
+    def host_inputs(self) -> list[Any]:
+        """The inputs in host memory (copied from the device once), as the data plane writes them."""
+        if self._host_inputs is None:
+            self._host_inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in self.inputs]
+        return self._host_inputs
 
 
 class ReferenceRunner:
@@ -149,17 +156,28 @@ class Mismatch:
     message: str
 
 
-def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], tolerance: str) -> Mismatch | None:
-    """None when `actual` matches `expected`; otherwise what differs, for the model to read."""
+def layout_mismatch(expected: list[torch.Tensor], actual: list[tuple[tuple[int, ...], torch.dtype]]) -> Mismatch | None:
+    """Output count, shapes and dtypes checked before any data is read."""
     if len(expected) != len(actual):
         return Mismatch(f"returned {len(actual)} outputs, expected {len(expected)}")
+    for i, (exp, (shape, dtype)) in enumerate(zip(expected, actual)):
+        label = f"output {i}" if len(expected) > 1 else "output"
+        if tuple(shape) != tuple(exp.shape):
+            return Mismatch(f"{label} has shape {tuple(shape)}, expected {tuple(exp.shape)}")
+        if dtype != exp.dtype:
+            return Mismatch(f"{label} has dtype {dtype}, expected {exp.dtype}")
+    return None
+
+
+def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], tolerance: str) -> Mismatch | None:
+    """None when `actual` matches `expected`; otherwise what differs, for the model to read. Runs where
+    the expected outputs live (the GPU on the cuda backend)."""
+    layout = layout_mismatch(expected, [(tuple(t.shape), t.dtype) for t in actual])
+    if layout is not None:
+        return layout
     for i, (exp, got) in enumerate(zip(expected, actual)):
         label = f"output {i}" if len(expected) > 1 else "output"
-        if tuple(got.shape) != tuple(exp.shape):
-            return Mismatch(f"{label} has shape {tuple(got.shape)}, expected {tuple(exp.shape)}")
-        if got.dtype != exp.dtype:
-            return Mismatch(f"{label} has dtype {got.dtype}, expected {exp.dtype}")
-        got, exp = got.cpu(), exp.cpu()
+        got = got.to(exp.device)
         if not (exp.is_floating_point() or exp.is_complex()):
             if not torch.equal(got, exp):
                 bad = (got != exp).nonzero()[0].tolist()

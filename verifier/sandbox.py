@@ -23,7 +23,10 @@ import torch
 
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, loads, to_list
+from verifier.tensor_io import read_tensors, write_tensors
 from verifier.timing import time_calls as _time_calls
+
+FILE_SIZE_LIMIT = 8 << 30  # no file the sandbox writes (outputs, objects, logs) may grow past this
 
 MAX_TRACE = 4000
 
@@ -43,6 +46,7 @@ def _limit_resources(memory_limit_mb: int, device: str) -> None:
         limit = memory_limit_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
 
 
 def _redirect_output(log_path: str) -> None:
@@ -79,12 +83,19 @@ class _CountingModule:
         return counted
 
 
-def _to_device(values: list[Any], device: str) -> list[Any]:
-    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
+    """The trial inputs the judge wrote, each in its own storage on this sandbox's device."""
+    values = read_tensors(path, metas, max_bytes=1 << 62)
+    return [(v.to(device) if device != "cpu" else v.clone()) if isinstance(v, torch.Tensor) else v
+            for v in values]
 
 
 def child_main(conn, job: dict[str, Any]) -> None:
-    send, recv = conn.send, conn.recv
+    # To the judge only bytes it decodes with a weights-only unpickler: never a pickle it would execute.
+    send = lambda message: conn.send_bytes(dumps(message))
+    recv = conn.recv
+    inputs_path = os.path.join(job["io_dir"], "inputs.bin")
+    outputs_path = os.path.join(job["io_dir"], "outputs.bin")
     send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
     try:
         if job["device"] == "cuda":  # "cuda" in the candidate's code means this sandbox's GPU
@@ -165,8 +176,8 @@ def child_main(conn, job: dict[str, Any]) -> None:
         if kind == "stop":
             return
         if kind == "trial":
-            _, index, blob = msg
-            inputs = _to_device(loads(blob), job["device"])
+            _, index, metas = msg
+            inputs = _load_inputs(inputs_path, metas, job["device"])
             calls_before = own_calls()
             recorder = DispatchRecorder(poison=True)
             try:
@@ -176,20 +187,21 @@ def child_main(conn, job: dict[str, Any]) -> None:
                         out = model(*inputs)
                     sync()
                     seconds = _perf_counter() - t0
-                outputs = [o.detach().cpu() for o in to_list(out)]
+                outputs = to_list(out)
+                written = write_tensors(outputs_path, [*outputs, *[x for x in inputs if isinstance(x, torch.Tensor)]])
             except BaseException as exc:
                 send(("trial_error", index, _short_trace(exc)))
                 continue
             send(("trial_out", index, {
-                "outputs": dumps(outputs),
-                "inputs_after": dumps([x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]),
+                "outputs": written[:len(outputs)],
+                "inputs_after": written[len(outputs):],
                 "ops": dict(recorder.ops),
                 "own_calls": own_calls() - calls_before if modules else None,
                 "seconds": seconds,
             }))
         elif kind == "time":
-            _, blob, warmup, runs = msg
-            inputs = _to_device(loads(blob), job["device"])
+            _, metas, warmup, runs = msg
+            inputs = _load_inputs(inputs_path, metas, job["device"])
             with torch.no_grad():
                 timing = _time_calls(lambda: model(*inputs), job["device"], warmup, runs)
             send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped}))

@@ -1,0 +1,54 @@
+"""The judge/sandbox data plane: tensors round-trip exactly, and forged descriptions are refused."""
+
+import pytest
+import torch
+
+from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
+
+
+def _values():
+    x = torch.randn(4, 5)
+    return [x, x.t(), torch.randn(3, 1).expand(3, 4), 7, torch.tensor(2.5, dtype=torch.bfloat16),
+            torch.empty(0, 3), torch.tensor([True, False]), torch.randn(2, 3, dtype=torch.float16)[:, 1:]]
+
+
+def test_round_trip_keeps_values_shapes_strides_and_dtypes(tmp_path):
+    values = _values()
+    metas = write_tensors(tmp_path / "data.bin", values)
+    back = read_tensors(tmp_path / "data.bin", metas, nbytes_of(values))
+    for before, after in zip(values, back):
+        if isinstance(before, torch.Tensor):
+            assert (after.shape, after.stride(), after.dtype) == (before.shape, before.stride(), before.dtype)
+            assert same_bytes(before, after)
+        else:
+            assert after == before
+    assert describe([m for m in metas if "dtype" in m])[0] == ((4, 5), torch.float32)
+
+
+def test_same_bytes_sees_nan_as_equal_and_any_change_as_different():
+    a = torch.tensor([1.0, float("nan")])
+    assert same_bytes(a, a.clone())
+    assert not same_bytes(a, torch.tensor([1.0, 2.0]))
+    assert not same_bytes(a, a.double())
+
+
+@pytest.mark.parametrize("meta, why", [
+    ({"dtype": "float32", "shape": [1 << 20], "stride": [1], "offset": 0}, "beyond the end"),
+    ({"dtype": "object", "shape": [1], "stride": [1], "offset": 0}, "malformed"),
+    ({"dtype": "float32", "shape": [-1], "stride": [1], "offset": 0}, "malformed"),
+    ({"dtype": "float32", "shape": [2], "stride": [1], "offset": 2}, "outside"),
+    ({"dtype": "float32", "shape": [2], "stride": [1], "offset": 0, "extra": 1}, "malformed"),
+    ("not a dict", "malformed"),
+])
+def test_forged_descriptions_are_refused(tmp_path, meta, why):
+    path = tmp_path / "data.bin"
+    write_tensors(path, [torch.zeros(4)])
+    with pytest.raises(TamperedData, match=why):
+        read_tensors(path, [meta], max_bytes=1 << 30)
+
+
+def test_reads_no_more_than_the_judge_expects(tmp_path):
+    path = tmp_path / "data.bin"
+    metas = write_tensors(path, [torch.zeros(1024)])
+    with pytest.raises(TamperedData, match="more than"):
+        read_tensors(path, metas, max_bytes=100)
