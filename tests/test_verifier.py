@@ -9,7 +9,7 @@ from schemas.records import VerdictCategory as V
 import os
 
 from tests.kernels import FORGED_MARKER, RED_TEAM, candidate, problem
-from verifier.judge import map_native_line
+from verifier.judge import Judge, map_native_line
 from verifier.pool import LocalVerifierPool
 
 TRIALS = 5
@@ -130,3 +130,23 @@ def test_unbindable_signature_falls_back_to_load_inline(verifier_cache, tmp_path
     module = builder.load_inline("pick_fallback", src, functions=["pick"])
     assert builder.stats.fallbacks == 1 and "dispatcher" in builder.stats.fallback_reasons[0]
     assert module.pick(torch.arange(4.0), [3, 1]).tolist() == [3.0, 1.0]
+
+
+def test_spare_sandboxes_serve_one_candidate_each_and_stop_on_close(verifier_cache):
+    cfg = load_config(None, ["verifier.spare_sandboxes=2", "verifier.use_cache=false"]).verifier
+    judge = Judge(cfg, verifier_cache)
+    assert judge.verify(problem(), candidate("correct")).category == V.passed
+    deadline = time.time() + 60
+    while len(judge.spare_pids()) < 2 and time.time() < deadline:
+        time.sleep(0.1)
+    waiting = judge.spare_pids()
+    assert len(waiting) == 2
+    assert judge.verify(problem(), candidate("wrong_output")).category == V.wrong_output
+    assert waiting[0] not in judge.spare_pids()  # taken, used once, gone
+    with pytest.raises(ProcessLookupError):
+        os.kill(waiting[0], 0)
+    judge.close()
+    assert judge.spare_pids() == []
+    for pid in waiting[1:]:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

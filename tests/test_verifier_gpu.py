@@ -52,6 +52,9 @@ CUDA_RED_TEAM = {
     "aten_in_host_code": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
                                                    "auto out = torch::relu(x);")]), V.illegal, "torch-compute"),
     "no_own_kernel": (cuda_candidate(forward="return x.view(x.shape)"), V.illegal, "no-own-kernel"),
+    "host_check_fails": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
+                                                  "TORCH_CHECK(x.dim() == 7, \"kernel wants 7 dims\"); "
+                                                  "auto out = torch::empty_like(x);")]), V.runtime_error, None),
 }
 
 
@@ -77,6 +80,10 @@ def test_cuda_pass_is_timed_against_eager_and_torch_compile(verdicts):
     assert v.device.startswith("NVIDIA") and v.pass_fraction == 1.0
     assert v.speedup_vs_eager and v.speedup_vs_eager > 0
     assert v.speedup_vs_compile and v.speedup_vs_compile > 0
+
+
+def test_cuda_host_check_reaches_the_feedback(verdicts):
+    assert "kernel wants 7 dims" in verdicts["host_check_fails"].detail
 
 
 def test_cuda_compile_error_points_at_the_candidates_python_line(verdicts):

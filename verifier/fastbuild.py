@@ -9,10 +9,12 @@ source and its `functions=[...]` contract but:
 
 - cpu: compiles against a slimmer prelude (`torch/types.h` + `torch/library.h`, no
   pybind11) from a precompiled header built once per cache directory;
-- cuda: compiles the `.cu` with nvcc against `kd_shim.h` (the slice of the ATen API host
-  code uses, no torch headers), and the bindings with g++ against the precompiled prelude,
-  both in parallel; the shim's tensors are handles to real `at::Tensor`s;
-- binds the functions as dispatcher ops (`TORCH_LIBRARY`) instead of a pybind11 module,
+- cuda: no torch header at all. The `.cu` goes to nvcc and the `cpp_sources` to g++, in
+  parallel, both against `kd_shim.h` (the slice of the ATen API host code uses); the shim's
+  tensors are handles to real `at::Tensor`s owned by `libkd_bridge`, a library built once per
+  cache directory with torch's headers. The functions are registered as boxed dispatcher ops
+  through the bridge's C ABI (`kd_abi.h`, `kd_bind.h`): one ~1 s build per candidate;
+- cpu: binds the functions as dispatcher ops (`TORCH_LIBRARY`) instead of a pybind11 module,
   with no pybind11 to parse;
 - caches the shared object by content hash, so an identical candidate never builds twice.
 
@@ -54,10 +56,9 @@ PRELUDE = """\
 #include <type_traits>
 #include <vector>
 """
-CUDA_PRELUDE = PRELUDE + "#include <c10/cuda/CUDAStream.h>\n#include <c10/cuda/CUDAFunctions.h>\n"
 
 # Maps the C++ types candidates use onto types the dispatcher's schema inference accepts
-# (int -> int64_t, float -> double, kd_shim::Tensor -> at::Tensor).
+# (int -> int64_t, float -> double).
 BINDING_SUPPORT = """\
 namespace kd_bind {
 template <typename T> using base_t = std::remove_cv_t<std::remove_reference_t<T>>;
@@ -96,20 +97,6 @@ template <typename T> struct ret {
 template <> struct ret<void> { using type = void; };
 template <> struct ret<int> { using type = int64_t; static int64_t out(int v) { return v; } };
 template <> struct ret<float> { using type = double; static double out(float v) { return v; } };
-#ifdef KD_SHIM
-template <> struct arg<kd_shim::Tensor> {
-  using type = at::Tensor;
-  static kd_shim::Tensor in(const at::Tensor& t) { return to_shim(t); }
-};
-template <> struct ret<kd_shim::Tensor> {
-  using type = at::Tensor;
-  static at::Tensor out(const kd_shim::Tensor& t) { return to_aten(t); }
-};
-template <> struct ret<std::vector<kd_shim::Tensor>> {
-  using type = std::vector<at::Tensor>;
-  static type out(const std::vector<kd_shim::Tensor>& v) { type r; for (auto& t : v) r.push_back(to_aten(t)); return r; }
-};
-#endif
 template <auto F> struct wrap;
 template <typename R, typename... A, R (*F)(A...)>
 struct wrap<F> {
@@ -133,6 +120,7 @@ _SHIM_GAP = re.compile(r'kd_shim|identifier "(AT|C10|TORCH|THC)_\w+" is undefine
 CANDIDATE_FILE = "candidate.cpp"
 CANDIDATE_CUDA_FILE = "candidate.cu"
 BINDINGS_FILE = "kd_bindings.cpp"
+BRIDGE_LIBRARY = "libkd_bridge.so"
 USER_NAMESPACE = "kd_user"
 _ALIASES = "namespace torch = ::kd_shim; namespace at = ::kd_shim; namespace c10 = ::kd_shim;"
 
@@ -222,30 +210,55 @@ class FastInlineBuilder:
         self._pch_dirs: dict[str, Path] = {}
 
     # -- precompiled headers ------------------------------------------------------------
-    def prelude_dir(self, kind: str = "cpu") -> Path:
-        """Directory holding kd_prelude.h and its .gch; built once per signature, shared by all workers."""
-        if kind in self._pch_dirs:
-            return self._pch_dirs[kind]
-        text = CUDA_PRELUDE if kind == "cuda" else PRELUDE
-        extra = _cuda_flags() if kind == "cuda" else []
-        version = subprocess.run([self.compiler, "--version"], capture_output=True, text=True).stdout
-        sig = _signature(self.compiler, version, torch.__version__, *_BASE_FLAGS, *_torch_flags(), *extra, text)
-        pch_dir = self.cache_dir / "pch" / f"{kind}-{sig}"
-        pch_dir.mkdir(parents=True, exist_ok=True)
-        header, gch = pch_dir / "kd_prelude.h", pch_dir / "kd_prelude.h.gch"
-        with open(pch_dir / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others wait and reuse it
-            if not gch.exists():
-                header.write_text(text)
-                tmp = pch_dir / f"kd_prelude.h.gch.{os.getpid()}"
-                cmd = [self.compiler, "-x", "c++-header", str(header), "-o", str(tmp), *_BASE_FLAGS,
-                       *_torch_flags(), *extra]
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s * 4)
+    def prelude_dir(self) -> Path:
+        """Directory holding kd_prelude.h and its .gch (cpu); built once per signature, shared by all workers."""
+        if "cpu" not in self._pch_dirs:
+            sig = _signature(self.compiler, self._compiler_version(), torch.__version__, *_BASE_FLAGS,
+                             *_torch_flags(), PRELUDE)
+            self._pch_dirs["cpu"] = self._built_once(self.cache_dir / "pch" / f"cpu-{sig}", "kd_prelude.h.gch",
+                                                     self._build_prelude)
+        return self._pch_dirs["cpu"]
+
+    def _build_prelude(self, directory: Path, out: Path) -> list[str]:
+        header = directory / "kd_prelude.h"
+        header.write_text(PRELUDE)
+        return [self.compiler, "-x", "c++-header", str(header), "-o", str(out), *_BASE_FLAGS, *_torch_flags()]
+
+    def bridge_dir(self) -> Path:
+        """Directory holding libkd_bridge.so (cuda): kd_shim over real ATen plus the kd_abi op registration,
+        compiled once per signature with torch's headers, shared by all workers and candidates."""
+        if "bridge" not in self._pch_dirs:
+            sources = [(SHIM_DIR / f).read_text() for f in ("kd_bridge.cpp", "kd_abi.h", "kd_shim_core.h")]
+            sig = _signature(self.compiler, self._compiler_version(), torch.__version__, *_BASE_FLAGS,
+                             *_torch_flags(), *_cuda_flags(), *sources)
+            self._pch_dirs["bridge"] = self._built_once(self.cache_dir / "bridge" / sig, BRIDGE_LIBRARY,
+                                                        self._build_bridge)
+        return self._pch_dirs["bridge"]
+
+    def _build_bridge(self, directory: Path, out: Path) -> list[str]:
+        lib = Path(torch.__file__).parent / "lib"
+        cuda_libs = ["-lc10_cuda", "-ltorch_cuda"] if torch.version.cuda else ["-DKD_BRIDGE_NO_CUDA"]
+        return [self.compiler, *_BASE_FLAGS, "-shared", str(SHIM_DIR / "kd_bridge.cpp"), "-o", str(out),
+                f"-I{SHIM_DIR}", *_torch_flags(), *_cuda_flags(), f"-L{lib}", "-lc10", "-ltorch_cpu", "-ltorch",
+                *cuda_libs, f"-Wl,-rpath,{lib}"]
+
+    def _built_once(self, directory: Path, filename: str, command) -> Path:
+        """`directory`, holding `filename` built by `command(directory, out)`: the first worker builds it
+        under a file lock, the others wait and reuse it."""
+        directory.mkdir(parents=True, exist_ok=True)
+        with open(directory / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (directory / filename).exists():
+                tmp = directory / f"{filename}.{os.getpid()}.tmp"
+                proc = subprocess.run(command(directory, tmp), capture_output=True, text=True,
+                                      timeout=self.timeout_s * 4)
                 if proc.returncode != 0:
-                    raise RuntimeError(f"building the precompiled prelude failed:\n{proc.stderr[-4000:]}")
-                os.replace(tmp, gch)
-        self._pch_dirs[kind] = pch_dir
-        return pch_dir
+                    raise RuntimeError(f"building {filename} failed:\n{proc.stderr[-4000:]}")
+                os.replace(tmp, directory / filename)
+        return directory
+
+    def _compiler_version(self) -> str:
+        return subprocess.run([self.compiler, "--version"], capture_output=True, text=True).stdout
 
     # -- the load_inline replacement -----------------------------------------------------
     def load_inline(self, name, cpp_sources, cuda_sources=None, *args, **kwargs):
@@ -306,7 +319,7 @@ class FastInlineBuilder:
         src = out.with_suffix(".cpp")
         src.write_text(source)
         lib = Path(torch.__file__).parent / "lib"
-        cmd = [self.compiler, *_BASE_FLAGS, f"-I{self.prelude_dir('cpu')}", *_torch_flags(), *cflags, str(src),
+        cmd = [self.compiler, *_BASE_FLAGS, f"-I{self.prelude_dir()}", *_torch_flags(), *cflags, str(src),
                "-shared", "-o", str(out), f"-L{lib}", "-lc10", "-ltorch_cpu", "-ltorch", f"-Wl,-rpath,{lib}"]
         proc = self._run([cmd])[0]
         src.unlink(missing_ok=True)
@@ -321,19 +334,21 @@ class FastInlineBuilder:
                     cuda_flags: list[str]) -> tuple[Path, str]:
         bindings, kernels, namespace = cuda_translation_units(cpp, cuda, functions)
         arch = self.cuda_arch or _device_arch()
-        key = _signature(bindings, kernels, *cflags, *cuda_flags, arch, torch.__version__, "cuda")
-        return self._cached(key, lambda out: self._compile_cuda(bindings, kernels, cflags, cuda_flags, arch, out)), namespace
+        bridge = self.bridge_dir()
+        key = _signature(bindings, kernels, *cflags, *cuda_flags, arch, str(bridge), "cuda")
+        return self._cached(key, lambda out: self._compile_cuda(bindings, kernels, cflags, cuda_flags, arch, bridge,
+                                                                out)), namespace
 
     def _compile_cuda(self, bindings: str, kernels: str, cflags: list[str], cuda_flags: list[str], arch: str,
-                      out: Path) -> None:
+                      bridge: Path, out: Path) -> None:
         home = _cuda_home()
         bind_src, cu_src = out.with_suffix(".bind.cpp"), out.with_suffix(".cu")
         bind_obj, cu_obj = out.with_suffix(".bind.o"), out.with_suffix(".cu.o")
         bind_src.write_text(bindings)
         cu_src.write_text(kernels)
         nvcc = nvcc_command(cu_src, cu_obj, arch, cuda_flags)
-        gxx = [self.compiler, *_BASE_FLAGS, f"-I{self.prelude_dir('cuda')}", f"-I{SHIM_DIR}", *_torch_flags(),
-               *_cuda_flags(), *cflags, "-c", str(bind_src), "-o", str(bind_obj)]
+        gxx = [self.compiler, *_BASE_FLAGS, f"-I{SHIM_DIR}", *_cuda_flags(), *cflags, "-c", str(bind_src),
+               "-o", str(bind_obj)]
         try:
             nvcc_proc, gxx_proc = self._run([nvcc, gxx])  # in parallel: the two halves do not depend on each other
             for proc, user_file in ((nvcc_proc, CANDIDATE_CUDA_FILE), (gxx_proc, CANDIDATE_FILE)):
@@ -343,10 +358,8 @@ class FastInlineBuilder:
                     if _SHIM_GAP.search(log) or not files or not files & {user_file}:
                         raise _ShimGap(f"fast CUDA path could not build it: {_first_error(log)}")
                     raise BuildError("the candidate's CUDA/C++ source failed to compile", log)
-            lib = Path(torch.__file__).parent / "lib"
-            link = [self.compiler, "-shared", str(cu_obj), str(bind_obj), "-o", str(out), f"-L{lib}", "-lc10",
-                    "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch", f"-L{home / 'lib64'}", "-lcudart",
-                    f"-Wl,-rpath,{lib}"]
+            link = [self.compiler, "-shared", str(cu_obj), str(bind_obj), "-o", str(out), f"-L{bridge}",
+                    "-lkd_bridge", f"-Wl,-rpath,{bridge}", f"-L{home / 'lib64'}", "-lcudart", "-Wl,--no-undefined"]
             proc = self._run([link])[0]
             if proc.returncode != 0:  # e.g. a declared function never defined: let torch's path report it
                 raise _ShimGap(f"link failed: {_first_error(proc.stderr)}")
@@ -392,16 +405,18 @@ class FastInlineBuilder:
 
 
 def cuda_translation_units(cpp: str, cuda: str, functions: list[str]) -> tuple[str, str, str]:
-    """(bindings for g++, kernels for nvcc, op namespace) of a candidate's cpp_sources and cuda_sources."""
+    """(bindings for g++, kernels for nvcc, op namespace) of a candidate's cpp_sources and cuda_sources;
+    neither includes a torch header."""
     cpp_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cpp))
     cu_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cuda))
     includes = _hoisted_includes(cpp, cuda)
     namespace = "kd_" + _signature(cpp_body, cu_body, *functions)
-    bindings = ('#include "kd_prelude.h"\n#define KD_SHIM 1\n#include "kd_bridge.inc"\n'
-                f"{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n"
+    registrations = "\n".join(
+        f'kd_bind::registrar kd_op_{k}("{namespace}", kd_bind::entry<&{USER_NAMESPACE}::{f}>::schema("{f}"), '
+        f"&kd_bind::entry<&{USER_NAMESPACE}::{f}>::run);" for k, f in enumerate(functions))
+    bindings = (f'#include "kd_shim.h"\n{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
                 f'#line 1 "{CANDIDATE_FILE}"\n{cpp_body}\n}}\n'
-                f'#line 1 "{BINDINGS_FILE}"\n{BINDING_SUPPORT}\n'
-                + _registration(namespace, functions, f"{USER_NAMESPACE}::"))
+                f'#line 1 "{BINDINGS_FILE}"\n#include "kd_bind.h"\nnamespace {{\n{registrations}\n}}\n')
     kernels = (f'#include "kd_shim.h"\n{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
                f'#line 1 "{CANDIDATE_CUDA_FILE}"\n{cu_body}\n}}\n')
     return bindings, kernels, namespace

@@ -152,6 +152,9 @@ class Judge:
             raise RuntimeError("verifier.backend is cuda but no CUDA device is visible; use backend: cpu")
         self._references: dict[str, ReferenceRunner] = {}
         self._ctx = _forkserver_context()
+        self._spares: dict[int, list[tuple[Any, Any]]] = {}
+        self._spares_lock = threading.Lock()
+        self._closed = False
 
     def references(self, device_index: int) -> ReferenceRunner:
         key = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
@@ -226,13 +229,9 @@ class Judge:
             "cuda_arch": _cuda_arch() if self.device == "cuda" else None,
             "device_index": device_index,
         }
-        parent_conn, child_conn = self._ctx.Pipe()
-        from verifier.sandbox import child_main
-
-        proc = self._ctx.Process(target=child_main, args=(child_conn, job), daemon=True)
-        proc.start()
-        child_conn.close()
+        proc, parent_conn = self._take_sandbox(device_index)
         try:
+            parent_conn.send(job)
             return self._drive(proc, parent_conn, problem, scratch, io_dir, candidate.source, devices, device_index,
                                phases)
         finally:
@@ -240,6 +239,57 @@ class Judge:
             shutil.rmtree(scratch, ignore_errors=True)
             shutil.rmtree(io_dir, ignore_errors=True)
             phases.mark("teardown")
+
+    # -- sandboxes started ahead ------------------------------------------------------------
+    def _start_sandbox(self, device_index: int) -> tuple[Any, Any]:
+        from verifier.sandbox import spare_main
+
+        parent_conn, child_conn = self._ctx.Pipe()
+        proc = self._ctx.Process(target=spare_main, args=(child_conn, self.device, device_index), daemon=True)
+        proc.start()
+        child_conn.close()
+        return proc, parent_conn
+
+    def _take_sandbox(self, device_index: int) -> tuple[Any, Any]:
+        """A spare sandbox for this device if one is waiting (its replacement starts in the background),
+        else a fresh one."""
+        taken = None
+        with self._spares_lock:
+            spares = self._spares.setdefault(device_index, [])
+            while spares and taken is None:
+                proc, conn = spares.pop(0)
+                if proc.is_alive():
+                    taken = (proc, conn)
+                else:
+                    conn.close()
+        if self.config.spare_sandboxes:
+            threading.Thread(target=self._refill, args=(device_index,), daemon=True).start()
+        return taken or self._start_sandbox(device_index)
+
+    def _refill(self, device_index: int) -> None:
+        with self._spares_lock:
+            wanted = self.config.spare_sandboxes - len(self._spares.setdefault(device_index, []))
+        for _ in range(max(0, wanted)):
+            sandbox = self._start_sandbox(device_index)
+            with self._spares_lock:
+                if self._closed or len(self._spares[device_index]) >= self.config.spare_sandboxes:
+                    _terminate(*sandbox)
+                    return
+                self._spares[device_index].append(sandbox)
+
+    def spare_pids(self, device_index: int = 0) -> list[int]:
+        """Process ids of the live sandboxes waiting for a candidate on this device."""
+        with self._spares_lock:
+            return [proc.pid for proc, _ in self._spares.get(device_index, []) if proc.is_alive()]
+
+    def close(self) -> None:
+        """Stop the spare sandboxes (each judgement's own sandbox is always stopped when it ends)."""
+        with self._spares_lock:
+            self._closed = True
+            spares = [s for group in self._spares.values() for s in group]
+            self._spares.clear()
+        for proc, conn in spares:
+            _terminate(proc, conn)
 
     def _scratch_root(self) -> Path:
         root = self.cache_dir / "scratch"

@@ -147,6 +147,7 @@ class LocalVerifierPool(VerifierPool):
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self.judge.close()
 
 
 def make_pool(config: VerifierConfig, cache_dir: str | Path, base_seed: int = 0) -> VerifierPool:

@@ -90,6 +90,20 @@ def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
             for v in values]
 
 
+def spare_main(conn, device: str, device_index: int) -> None:
+    """A sandbox started before its candidate is known: process start and CUDA context creation are paid
+    while it waits. It serves exactly one job, then exits; a spare is never reused."""
+    try:
+        if device == "cuda":
+            torch.cuda.set_device(device_index)
+            torch.empty(1, device="cuda")
+        job = conn.recv()
+    except (EOFError, OSError, KeyboardInterrupt):  # the judge closed without using it
+        return
+    if isinstance(job, dict):  # anything else is the judge's ("stop",)
+        child_main(conn, job)
+
+
 def child_main(conn, job: dict[str, Any]) -> None:
     # To the judge only bytes it decodes with a weights-only unpickler: never a pickle it would execute.
     send = lambda message: conn.send_bytes(dumps(message))

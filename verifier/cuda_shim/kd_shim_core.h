@@ -5,12 +5,25 @@
 // compiled by g++ against real ATen (through a precompiled header) and implements the kd_shim_* functions.
 // Code that needs more than this slice fails to compile here and is rebuilt with torch's own load_inline.
 #pragma once
-#include <cstdint>
+// The standard headers torch/extension.h brings in, which candidates use without including them.
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>

@@ -1,0 +1,94 @@
+"""The cuda fast path's build and calling convention, exercised without a GPU: host-only CUDA sources
+compiled by nvcc and g++ against kd_shim (no torch headers), registered as boxed dispatcher ops through
+libkd_bridge, called with CPU tensors."""
+
+import shutil
+
+import pytest
+import torch
+
+from verifier.fastbuild import BuildError, FastInlineBuilder, _cuda_home
+
+pytestmark = pytest.mark.skipif(_cuda_home() is None or shutil.which("c++") is None,
+                                reason="needs a CUDA toolkit (nvcc; no GPU needed)")
+
+CPP = """
+torch::Tensor scale(torch::Tensor x, double a, int64_t k);
+std::vector<torch::Tensor> split_view(const torch::Tensor& x, std::vector<int64_t> dims, bool copy);
+std::tuple<torch::Tensor, torch::Tensor> with_transpose(torch::Tensor x);
+void fill(torch::Tensor x, float v);
+int64_t count(std::vector<torch::Tensor> xs);
+"""
+CUDA = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+__global__ void unused(float* p) { p[threadIdx.x] = 0; }
+torch::Tensor scale(torch::Tensor x, double a, int64_t k) {
+  TORCH_CHECK(x.is_contiguous(), "x must be contiguous");
+  auto out = torch::empty_like(x);
+  const float* src = x.data_ptr<float>();
+  float* dst = out.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) dst[i] = src[i] * a + k;
+  return out;
+}
+std::vector<torch::Tensor> split_view(const torch::Tensor& x, std::vector<int64_t> dims, bool copy) {
+  return {x.view(dims), copy ? x.clone() : x};
+}
+std::tuple<torch::Tensor, torch::Tensor> with_transpose(torch::Tensor x) { return {x, x.t()}; }
+void fill(torch::Tensor x, float v) { x.fill_(v); }
+int64_t count(std::vector<torch::Tensor> xs) { return xs.size(); }
+"""
+FUNCTIONS = ["scale", "split_view", "with_transpose", "fill", "count"]
+
+
+@pytest.fixture(scope="module")
+def builder(tmp_path_factory):
+    return FastInlineBuilder(tmp_path_factory.mktemp("fastbuild"), cuda_arch="90")
+
+
+@pytest.fixture(scope="module")
+def module(builder):
+    return builder.load_inline("abi", CPP, cuda_sources=CUDA, functions=FUNCTIONS)
+
+
+def test_builds_without_torch_headers_or_fallback(builder, module):
+    assert builder.stats.builds == 1 and builder.stats.fallbacks == 0
+    assert (builder.bridge_dir() / "libkd_bridge.so").exists()
+
+
+def test_schema_is_inferred_from_the_cpp_signature(module):
+    schema = str(module.scale.default._schema)
+    assert schema.endswith("scale(Tensor _0, float _1, int _2) -> Tensor"), schema
+    assert str(module.split_view.default._schema).endswith("(Tensor _0, int[] _1, bool _2) -> Tensor[]")
+    assert str(module.with_transpose.default._schema).endswith("-> (Tensor, Tensor)")
+    assert str(module.fill.default._schema).endswith("(Tensor _0, float _1) -> ()")
+
+
+def test_values_cross_the_abi_both_ways(module):
+    x = torch.arange(6, dtype=torch.float32).view(2, 3)
+    assert torch.equal(module.scale(x, 2.0, 1), x * 2 + 1)
+    view, copy = module.split_view(x, [3, 2], True)
+    assert view.shape == (3, 2) and view.data_ptr() == x.data_ptr() and copy.data_ptr() != x.data_ptr()
+    same, transposed = module.with_transpose(x)
+    assert same.data_ptr() == x.data_ptr() and transposed.shape == (3, 2)
+    y = torch.zeros(3)
+    assert module.fill(y, 4.5) is None and torch.equal(y, torch.full((3,), 4.5))
+    assert module.count([x, x, y]) == 3
+
+
+def test_torch_check_reaches_python_with_the_candidate_line(module):
+    with pytest.raises(RuntimeError, match=r"x must be contiguous \(candidate.cu:6\)"):
+        module.scale(torch.zeros(2, 3).t(), 1.0, 0)
+
+
+def test_identical_source_is_not_built_twice(builder, module):
+    builds = builder.stats.builds
+    builder.load_inline("abi_again", CPP, cuda_sources=CUDA, functions=FUNCTIONS)
+    assert builder.stats.builds == builds and builder.stats.cache_hits >= 1
+
+
+def test_an_error_in_the_candidate_is_a_build_error_with_its_line(builder):
+    with pytest.raises(BuildError) as info:
+        builder.load_inline("broken", CPP, cuda_sources=CUDA.replace("return {x, x.t()};", "return {x, y};"),
+                            functions=FUNCTIONS)
+    assert "candidate.cu(16)" in info.value.log and "identifier \"y\" is undefined" in info.value.log
