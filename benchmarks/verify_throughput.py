@@ -25,10 +25,10 @@ from verifier.examples import example_set
 from verifier.pool import LocalVerifierPool
 
 
-def run(pairs, backend: str, fast: bool, cache: Path, workers: int, compile_workers: int) -> dict:
+def run(pairs, backend: str, fast: bool, cache: Path, workers: int, compile_workers: int, spares: int) -> dict:
     config = VerifierConfig(backend=backend, fast_build=fast, use_cache=False, workers=workers,
                             compile_workers=compile_workers, compile_timeout_s=600, run_timeout_s=60,
-                            compare_torch_compile=False, trials=5)
+                            compare_torch_compile=False, trials=5, spare_sandboxes=spares)
     start = time.perf_counter()
     with LocalVerifierPool(config, cache) as pool:
         verdicts = {v.candidate_id: v for v in pool.verify_many(pairs)}
@@ -45,13 +45,16 @@ def main() -> None:
     parser.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--n", type=int, default=8, help="number of distinct candidates")
     parser.add_argument("--workers", type=int, default=0, help="sandboxes at once (0: per core / per GPU)")
-    parser.add_argument("--compile-workers", type=int, default=0, help="cuda: builds at once (0: per core)")
+    parser.add_argument("--compile-workers", type=int, default=0,
+                        help="cuda: candidates in flight (0: the pool's default, half the cores)")
+    parser.add_argument("--spares", type=int, default=0, help="sandboxes started ahead (verifier.spare_sandboxes)")
     parser.add_argument("--skip-baseline", action="store_true", help="only the fast path (no ratio)")
     args = parser.parse_args()
 
     pairs = example_set(args.n, args.backend)
     root = Path(tempfile.mkdtemp(prefix="kd-bench-"))
-    print(f"verify_throughput: backend={args.backend} candidates={len(pairs)}", flush=True)
+    print(f"verify_throughput: backend={args.backend} candidates={len(pairs)} in_flight={args.compile_workers or 'default'}"
+          f" spares={args.spares}", flush=True)
     print(f"{'path':<24}{'wall s':>9}{'cand/min':>10}{'median latency s':>18}{'build s':>9}{'run s':>8}"
           f"{'x baseline':>12}{'same verdicts':>15}", flush=True)
     baseline = None
@@ -65,7 +68,7 @@ def main() -> None:
             cache = root / ("fast" if fast else "baseline")
             if name == "fast (warm)":
                 shutil.rmtree(cache / "builds", ignore_errors=True)  # keep the precompiled headers, drop the .so's
-            r = run(pairs, args.backend, fast, cache, args.workers, args.compile_workers)
+            r = run(pairs, args.backend, fast, cache, args.workers, args.compile_workers, args.spares)
             if not fast:
                 baseline = r
             else:

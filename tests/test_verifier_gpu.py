@@ -102,7 +102,7 @@ def test_fast_path_builds_in_seconds_and_matches_torch_load_inline(verifier_cach
     v_fast = Judge(fast.config, tmp_path / "fast").verify(
         problem, example_candidate(problem, "cuda", "(v / (1.f + expf(-v))) + 0.f"))
     v_slow = slow.verify(problem, cand)
-    assert v_fast.category == v_slow.category == V.passed
+    assert v_fast.category == v_slow.category == V.passed, (v_fast.detail, v_slow.detail)
     assert v_fast.compile_seconds < 10 < v_slow.compile_seconds
 
 

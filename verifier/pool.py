@@ -126,10 +126,11 @@ class LocalVerifierPool(VerifierPool):
         self.workers = default_workers(config)
         self.judge = Judge(config, self.cache_dir, base_seed)
         if config.backend == "cuda":
-            # Builds need only CPUs and trials share a GPU well, so many candidates are in flight;
-            # timing takes its GPU alone (Devices.timing).
+            # Builds need only CPUs and trials share a GPU well, so many candidates are in flight; timing
+            # takes its GPU alone (Devices.timing). Each build runs nvcc and g++ at once: half the cores
+            # in flight keeps the CPUs busy without queueing (latency = in flight / throughput).
             self.devices = Devices(list(range(self.workers)), exclusive_timing=True)
-            threads = max(self.workers, config.compile_workers or _cores())
+            threads = max(self.workers, config.compile_workers or max(1, _cores() // 2))
         else:
             self.devices = Devices([0], exclusive_timing=False)
             threads = self.workers

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import resource
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -90,13 +91,20 @@ def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
             for v in values]
 
 
+def _visible_gpu(device_index: int) -> str:
+    """The CUDA_VISIBLE_DEVICES entry of the judge's GPU `device_index`."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return visible.split(",")[device_index].strip() if visible else str(device_index)
+
+
 def spare_main(conn, device: str, device_index: int) -> None:
-    """A sandbox started before its candidate is known: process start and CUDA context creation are paid
-    while it waits. It serves exactly one job, then exits; a spare is never reused."""
+    """A sandbox, possibly started before its candidate is known. It sees only its GPU (so "cuda" in the
+    candidate's code means that GPU, in every thread) and creates its CUDA context in a background
+    thread, overlapping the candidate's build instead of adding to it. It serves exactly one job."""
     try:
         if device == "cuda":
-            torch.cuda.set_device(device_index)
-            torch.empty(1, device="cuda")
+            os.environ["CUDA_VISIBLE_DEVICES"] = _visible_gpu(device_index)  # before CUDA's first use
+            threading.Thread(target=lambda: torch.empty(1, device="cuda"), daemon=True).start()
         job = conn.recv()
     except (EOFError, OSError, KeyboardInterrupt):  # the judge closed without using it
         return
@@ -112,8 +120,6 @@ def child_main(conn, job: dict[str, Any]) -> None:
     outputs_path = os.path.join(job["io_dir"], "outputs.bin")
     send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
     try:
-        if job["device"] == "cuda":  # "cuda" in the candidate's code means this sandbox's GPU
-            torch.cuda.set_device(job["device_index"])
         _limit_resources(job["memory_limit_mb"], job["device"])
         os.chdir(job["scratch_dir"])
         _redirect_output(os.path.join(job["scratch_dir"], "candidate.log"))
