@@ -47,7 +47,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0, help="sandboxes at once (0: per core / per GPU)")
     parser.add_argument("--compile-workers", type=int, default=0,
                         help="cuda: candidates in flight (0: the pool's default, half the cores)")
-    parser.add_argument("--spares", type=int, default=0, help="sandboxes started ahead (verifier.spare_sandboxes)")
+    parser.add_argument("--spares", type=int, default=VerifierConfig().spare_sandboxes,
+                        help="sandboxes started ahead (verifier.spare_sandboxes)")
     parser.add_argument("--skip-baseline", action="store_true", help="only the fast path (no ratio)")
     args = parser.parse_args()
 

@@ -49,7 +49,7 @@ class VerifierConfig(StrictModel):
     use_cache: bool = True
     fast_build: bool = Field(True, description="fast build path (precompiled header on cpu; no torch headers on "
                              "cuda) instead of plain load_inline")
-    spare_sandboxes: int = Field(0, ge=0, description="sandboxes started ahead of their candidates, per device, "
+    spare_sandboxes: int = Field(4, ge=0, description="sandboxes started ahead of their candidates, per device, "
                                  "so process start and CUDA context creation are off the verdict's clock")
     cache_dir: str | None = Field(None, description="build + verdict cache; default <home>/cache/verifier "
                                   "(share one across homes to build the precompiled header once)")

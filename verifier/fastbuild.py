@@ -117,6 +117,60 @@ _ERROR_LINE = re.compile(
 # Signs that the shim, not the candidate, lacks something: rebuild with torch's headers.
 _SHIM_GAP = re.compile(r'kd_shim|identifier "(AT|C10|TORCH|THC)_\w+" is undefined|namespace "(torch|at|c10)[:"]')
 
+# std:: names -> the standard header that declares them. torch/extension.h pulls in most of the standard
+# library, and candidates rely on that; the cuda fast path includes only the headers whose names the
+# candidate uses (parsing is most of nvcc's time), and everything when it meets a name it does not know.
+_STD_HEADERS = {
+    **dict.fromkeys(["vector"], "vector"),
+    **dict.fromkeys(["string", "to_string", "stoi", "stol", "stof", "stod"], "string"),
+    **dict.fromkeys(["min", "max", "sort", "fill", "fill_n", "copy", "copy_n", "clamp", "reverse", "find", "count",
+                     "transform", "max_element", "min_element", "all_of", "any_of", "none_of", "minmax",
+                     "stable_sort", "unique", "lower_bound", "upper_bound", "equal"], "algorithm"),
+    **dict.fromkeys(["tuple", "make_tuple", "tie", "get", "tuple_size", "tuple_element", "apply"], "tuple"),
+    **dict.fromkeys(["pair", "make_pair", "move", "forward", "swap", "exchange", "declval",
+                     "index_sequence", "make_index_sequence"], "utility"),
+    **dict.fromkeys(["cout", "cerr", "endl", "flush"], "iostream"),
+    **dict.fromkeys(["stringstream", "ostringstream", "istringstream"], "sstream"),
+    **dict.fromkeys(["map", "multimap"], "map"), **dict.fromkeys(["unordered_map"], "unordered_map"),
+    **dict.fromkeys(["set", "multiset"], "set"), **dict.fromkeys(["unordered_set"], "unordered_set"),
+    **dict.fromkeys(["function", "plus", "minus", "multiplies", "greater", "less", "hash"], "functional"),
+    **dict.fromkeys(["unique_ptr", "shared_ptr", "make_unique", "make_shared"], "memory"),
+    **dict.fromkeys(["array"], "array"), **dict.fromkeys(["numeric_limits"], "limits"),
+    **dict.fromkeys(["accumulate", "iota", "inner_product", "partial_sum", "gcd", "lcm"], "numeric"),
+    **dict.fromkeys(["runtime_error", "invalid_argument", "out_of_range", "logic_error"], "stdexcept"),
+    **dict.fromkeys(["exception"], "exception"), **dict.fromkeys(["optional", "nullopt"], "optional"),
+    **dict.fromkeys(["sqrt", "exp", "log", "log2", "pow", "abs", "fabs", "ceil", "floor", "tanh", "sin", "cos",
+                     "isnan", "isinf", "isfinite", "round", "fmax", "fmin", "erf", "sqrtf", "expf", "logf",
+                     "fmaf", "fma", "trunc", "log1p", "expm1", "atan", "atan2", "sinh", "cosh"], "cmath"),
+    **dict.fromkeys(["size_t", "ptrdiff_t", "nullptr_t", "byte"], "cstddef"),
+    **dict.fromkeys(["int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t",
+                     "intptr_t", "uintptr_t"], "cstdint"),
+    **dict.fromkeys(["is_same", "is_same_v", "enable_if", "enable_if_t", "conditional", "conditional_t",
+                     "decay_t", "remove_reference_t", "is_floating_point", "is_integral"], "type_traits"),
+    **dict.fromkeys(["initializer_list"], "initializer_list"), **dict.fromkeys(["atomic"], "atomic"),
+    **dict.fromkeys(["memcpy", "memset", "strlen", "strcmp"], "cstring"),
+    **dict.fromkeys(["printf", "snprintf", "fprintf"], "cstdio"), **dict.fromkeys(["assert"], "cassert"),
+    **dict.fromkeys(["ceil_div"], "cmath"),
+}
+_ALL_STD_HEADERS = sorted(set(_STD_HEADERS.values()) | {"iomanip", "chrono", "thread", "mutex", "list", "deque",
+                                                        "queue", "stack", "bitset", "complex", "random"})
+_STD_NAME = re.compile(r"\bstd\s*::\s*(\w+)")
+_HALF_NAMES = re.compile(r"half|bfloat16|bf16|float16", re.I)
+
+
+def std_includes(*sources: str, everything: bool = False) -> str:
+    """#include lines for the standard headers whose std:: names the sources use; all of them when a name
+    is unknown, for `using namespace std`, or when asked (a retry after a compile error)."""
+    text = "\n".join(sources)
+    names = set(_STD_NAME.findall(text))
+    if everything or "using namespace std" in text or names - set(_STD_HEADERS):
+        headers = _ALL_STD_HEADERS
+    else:
+        headers = sorted({_STD_HEADERS[n] for n in names})
+    defines = "#define KD_SHIM_HALF 1\n" if _HALF_NAMES.search(text) else ""
+    return defines + "".join(f"#include <{h}>\n" for h in headers)
+
+
 CANDIDATE_FILE = "candidate.cpp"
 CANDIDATE_CUDA_FILE = "candidate.cu"
 BINDINGS_FILE = "kd_bindings.cpp"
@@ -332,12 +386,20 @@ class FastInlineBuilder:
     # -- cuda --------------------------------------------------------------------------
     def _build_cuda(self, cpp: str, cuda: str, functions: list[str], cflags: list[str],
                     cuda_flags: list[str]) -> tuple[Path, str]:
-        bindings, kernels, namespace = cuda_translation_units(cpp, cuda, functions)
         arch = self.cuda_arch or _device_arch()
         bridge = self.bridge_dir()
+
+        def build(out: Path) -> None:
+            try:
+                self._compile_cuda(*cuda_translation_units(cpp, cuda, functions)[:2], cflags, cuda_flags, arch,
+                                   bridge, out)
+            except BuildError:  # was it the standard headers left out? Only then does a retry pass
+                self._compile_cuda(*cuda_translation_units(cpp, cuda, functions, all_std=True)[:2], cflags,
+                                   cuda_flags, arch, bridge, out)
+
+        bindings, kernels, namespace = cuda_translation_units(cpp, cuda, functions)
         key = _signature(bindings, kernels, *cflags, *cuda_flags, arch, str(bridge), "cuda")
-        return self._cached(key, lambda out: self._compile_cuda(bindings, kernels, cflags, cuda_flags, arch, bridge,
-                                                                out)), namespace
+        return self._cached(key, build), namespace
 
     def _compile_cuda(self, bindings: str, kernels: str, cflags: list[str], cuda_flags: list[str], arch: str,
                       bridge: Path, out: Path) -> None:
@@ -404,20 +466,20 @@ class FastInlineBuilder:
         return _ORIGINAL_LOAD_INLINE(name, cpp_sources, **kwargs)
 
 
-def cuda_translation_units(cpp: str, cuda: str, functions: list[str]) -> tuple[str, str, str]:
+def cuda_translation_units(cpp: str, cuda: str, functions: list[str], all_std: bool = False) -> tuple[str, str, str]:
     """(bindings for g++, kernels for nvcc, op namespace) of a candidate's cpp_sources and cuda_sources;
     neither includes a torch header."""
     cpp_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cpp))
     cu_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cuda))
-    includes = _hoisted_includes(cpp, cuda)
+    includes = std_includes(cpp, cuda, everything=all_std) + _hoisted_includes(cpp, cuda)
     namespace = "kd_" + _signature(cpp_body, cu_body, *functions)
     registrations = "\n".join(
         f'kd_bind::registrar kd_op_{k}("{namespace}", kd_bind::entry<&{USER_NAMESPACE}::{f}>::schema("{f}"), '
         f"&kd_bind::entry<&{USER_NAMESPACE}::{f}>::run);" for k, f in enumerate(functions))
-    bindings = (f'#include "kd_shim.h"\n{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
+    bindings = (f'{includes}\n#include "kd_shim.h"\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
                 f'#line 1 "{CANDIDATE_FILE}"\n{cpp_body}\n}}\n'
                 f'#line 1 "{BINDINGS_FILE}"\n#include "kd_bind.h"\nnamespace {{\n{registrations}\n}}\n')
-    kernels = (f'#include "kd_shim.h"\n{includes}\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
+    kernels = (f'{includes}\n#include "kd_shim.h"\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
                f'#line 1 "{CANDIDATE_CUDA_FILE}"\n{cu_body}\n}}\n')
     return bindings, kernels, namespace
 

@@ -5,29 +5,22 @@
 // compiled by g++ against real ATen (through a precompiled header) and implements the kd_shim_* functions.
 // Code that needs more than this slice fails to compile here and is rebuilt with torch's own load_inline.
 #pragma once
-// The standard headers torch/extension.h brings in, which candidates use without including them.
-#include <algorithm>
-#include <array>
-#include <cmath>
+// Only what the shim itself needs: header parsing is most of nvcc's time (cudafe++, cicc and the host
+// compiler each parse everything). The standard headers torch/extension.h would have brought in are
+// added by the builder for the std:: names the candidate uses (fastbuild.std_includes), and the half
+// types only when the candidate mentions them (KD_SHIM_HALF).
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <initializer_list>
-#include <iostream>
-#include <limits>
-#include <map>
-#include <memory>
-#include <sstream>
-#include <stdexcept>
 #include <string>
-#include <tuple>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 #include <cuda_runtime.h>
+#ifdef KD_SHIM_HALF
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#endif
 
 namespace kd_shim {
 
@@ -43,8 +36,10 @@ constexpr ScalarType kByte = ScalarType::Byte, kUInt8 = ScalarType::Byte, kChar 
                      kFloat = ScalarType::Float, kFloat32 = ScalarType::Float, kDouble = ScalarType::Double,
                      kFloat64 = ScalarType::Double, kBool = ScalarType::Bool, kBFloat16 = ScalarType::BFloat16;
 
+#ifdef KD_SHIM_HALF
 using Half = __half;
 using BFloat16 = __nv_bfloat16;
+#endif
 
 enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
 constexpr DeviceType kCPU = DeviceType::CPU, kCUDA = DeviceType::CUDA;
@@ -140,8 +135,10 @@ enum UnaryKind { kContiguous = 0, kTranspose = 1, kUnsqueeze = 2, kSqueeze = 3, 
 template <typename T> struct scalar_of;
 template <> struct scalar_of<float> { static constexpr ScalarType value = ScalarType::Float; };
 template <> struct scalar_of<double> { static constexpr ScalarType value = ScalarType::Double; };
+#ifdef KD_SHIM_HALF
 template <> struct scalar_of<__half> { static constexpr ScalarType value = ScalarType::Half; };
 template <> struct scalar_of<__nv_bfloat16> { static constexpr ScalarType value = ScalarType::BFloat16; };
+#endif
 template <> struct scalar_of<int32_t> { static constexpr ScalarType value = ScalarType::Int; };
 template <> struct scalar_of<int64_t> { static constexpr ScalarType value = ScalarType::Long; };
 template <> struct scalar_of<int16_t> { static constexpr ScalarType value = ScalarType::Short; };
@@ -258,11 +255,26 @@ inline Device device_of(const Tensor& t) { return t.device(); }
 inline ScalarType scalar_type_of(ScalarType t) { return t; }
 inline ScalarType scalar_type_of(const DeprecatedType& t) { return t.t; }
 
-inline void format_into(std::ostringstream&) {}
-template <typename T, typename... R> void format_into(std::ostringstream& os, const T& v, const R&... rest) {
-  os << v;
-  format_into(os, rest...);
+// TORCH_CHECK's message, without <sstream> (a large share of the shim's parse time).
+inline void append(std::string& s, const char* v) { s += v ? v : "(null)"; }
+inline void append(std::string& s, const std::string& v) { s += v; }
+inline void append(std::string& s, char v) { s += v; }
+inline void append(std::string& s, bool v) { s += v ? "true" : "false"; }
+template <typename T, typename std::enable_if<std::is_arithmetic<T>::value, int>::type = 0>
+void append(std::string& s, T v) { s += std::to_string(v); }
+inline void append(std::string& s, const IntList& v) {
+  s += "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  s += "]";
 }
-template <typename... A> std::string format(const A&... a) { std::ostringstream os; format_into(os, a...); return os.str(); }
+inline void append(std::string& s, ScalarType t) { s += "ScalarType(" + std::to_string((int)t) + ")"; }
+inline void append(std::string& s, const Device& d) { s += d.is_cuda() ? "cuda:" + std::to_string(d.index()) : "cpu"; }
+inline void append(std::string& s, const Tensor& t) { s += "Tensor"; }
+inline void format_into(std::string&) {}
+template <typename T, typename... R> void format_into(std::string& s, const T& v, const R&... rest) {
+  append(s, v);
+  format_into(s, rest...);
+}
+template <typename... A> std::string format(const A&... a) { std::string s; format_into(s, a...); return s; }
 
 }  // namespace kd_shim
