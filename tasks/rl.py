@@ -56,17 +56,17 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         rng = random.Random(f"{config.seed}-{stage}")
         latest = ctx.warehouse.latest_checkpoint(ctx.run_id, prefix="step-") if resume else None
         if latest is not None:
-            model, tokenizer, trainer_state, rng_state, state = load_rl_checkpoint(latest, device)
+            model, tokenizer, trainer_dir, rng_state, state = load_rl_checkpoint(latest, device)
             rng.setstate(rng_state)
             ctx.warehouse.delete_trajectories_from(ctx.run_id, state.step + 1)  # rows of the interrupted step
             policy_path = latest / "policy"
         else:
             policy_path = ctx.warehouse.checkpoint(parent)
             model, tokenizer = load_policy(policy_path, device)
-            trainer_state, state = None, RLState(step=-1)
+            trainer_dir, state = None, RLState(step=-1)
         trainer = PolicyTrainer(model, cfg, tokenizer.pad_token_id, device)
-        if trainer_state is not None:
-            trainer.load_state_dict(trainer_state)
+        if trainer_dir is not None:
+            trainer.load(trainer_dir)
         engine = _engine(cfg, trainer.model, tokenizer, device, policy_path)
         buffer = RepairBuffer(cfg.bdr.capacity)
         buffer.load(state.buffer)

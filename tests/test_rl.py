@@ -133,6 +133,51 @@ def test_repair_buffer_is_a_bounded_fifo_fed_by_all_failed_groups():
     assert saved.draw([PROBLEM], 0.0, random.Random(0), by_id)[0].is_repair is False  # p_buf = 0: never drawn
 
 
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs the `gpu` extra's deepspeed")
+@pytest.mark.parametrize("stage", [2, 3])
+def test_deepspeed_zero_accumulates_like_one_big_batch_and_resumes(tiny, stage, tmp_path):
+    """ZeRO-2/3 through DeepSpeed (its CPU accelerator here, CUDA on a GPU box): micro-batches of 1 and of 6
+    give the same update, and a resumed trainer (weights, then optimizer state) continues identically."""
+    model, tokenizer = tiny
+    sequences, advantages, masks = _batch()
+    cfg = lambda micro: PolicyOptimConfig(micro_batch_size=micro, train_engine="deepspeed", zero_stage=stage,
+                                          grad_clip=1e9, mirrorpop={"enabled": False})
+    trainers = [PolicyTrainer(copy.deepcopy(model), cfg(micro), tokenizer.pad_token_id) for micro in (1, 6)]
+    stats = [t.update(sequences, advantages, masks) for t in trainers]
+    assert stats[0]["optimizer_steps"] == stats[1]["optimizer_steps"] == 1
+    assert stats[0]["loss"] == pytest.approx(stats[1]["loss"], rel=1e-4, abs=1e-6)
+    params = [{n: p.detach().clone() for n, p in _full_parameters(t)} for t in trainers]
+    moved = max((params[0][n] - p.detach()).abs().max().item() for n, p in model.named_parameters())
+    assert moved > 1e-5  # the update did something
+    initial = dict(model.named_parameters())
+    for name in params[0]:  # Adam's first step is ~lr * sign(g): near-zero gradients may flip; compare updates
+        update = [params[k][name] - initial[name].detach() for k in (0, 1)]
+        assert (update[0] - update[1]).norm() <= 0.02 * update[0].norm() + 1e-7, name
+    # resume the way tasks/rl.py does: policy weights first, then a trainer, then its optimizer state
+    resumed_model = copy.deepcopy(model)
+    resumed_model.load_state_dict(dict(_full_parameters(trainers[1])), strict=False)  # lm_head is tied
+    trainers[1].save(tmp_path / "trainer")
+    resumed = PolicyTrainer(resumed_model, cfg(6), tokenizer.pad_token_id)
+    resumed.load(tmp_path / "trainer")
+    assert resumed.updates == 1
+    batch = _batch(seed=1)
+    trainers[1].update(*batch)
+    resumed.update(*batch)
+    for (name, p), (_, q) in zip(_full_parameters(trainers[1]), _full_parameters(resumed)):
+        assert torch.allclose(p, q, atol=1e-6), name
+
+
+def _full_parameters(trainer):
+    """Named parameters, gathered when ZeRO-3 partitions them."""
+    import deepspeed
+
+    params = list(trainer.model.named_parameters())
+    if trainer.config.zero_stage == 3:
+        with deepspeed.zero.GatheredParameters([p for _, p in params]):
+            return [(n, p.detach().clone()) for n, p in params]
+    return params
+
+
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is not None, reason="deepspeed is installed")
 def test_missing_deepspeed_is_one_clear_error(tiny):
     model, tokenizer = tiny

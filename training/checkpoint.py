@@ -1,4 +1,4 @@
-"""Resumable RL checkpoints: the policy, the optimiser, RNG states, the BDR buffer, the step counter
+"""Resumable RL checkpoints: the policy, the optimiser (the train engine's own format), RNG states, the BDR buffer, the step counter
 and the run's metric history, written atomically so a kill mid-save leaves the previous one intact."""
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ def save_rl_checkpoint(path: Path, model, tokenizer, trainer, rng: random.Random
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     save_policy(model, tokenizer, tmp / "policy")
-    torch.save({"trainer": trainer.state_dict(), "torch_rng": torch.get_rng_state(),
+    trainer.save(tmp / "trainer")
+    torch.save({"torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
                 "python_rng": rng.getstate()}, tmp / "trainer.pt")
     (tmp / "state.json").write_text(json.dumps({"step": state.step, "buffer": state.buffer,
@@ -41,12 +42,13 @@ def save_rl_checkpoint(path: Path, model, tokenizer, trainer, rng: random.Random
 
 
 def load_rl_checkpoint(path: Path, device: str):
-    """(model, tokenizer, trainer state, python RNG state, RLState); restores torch RNG as a side effect."""
+    """(model, tokenizer, trainer directory for `PolicyTrainer.load`, python RNG state, RLState); restores
+    torch RNG as a side effect."""
     model, tokenizer = load_policy(path / "policy", device)
-    blob = torch.load(path / "trainer.pt", weights_only=False)  # our own file: optimiser state has tuples
+    blob = torch.load(path / "trainer.pt", weights_only=False)  # our own file: RNG states are tuples
     torch.set_rng_state(blob["torch_rng"])
     if blob["cuda_rng"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(blob["cuda_rng"])
     raw = json.loads((path / "state.json").read_text())
     state = RLState(step=raw["step"], buffer=raw["buffer"], history=raw["history"], composition=raw["composition"])
-    return model, tokenizer, blob["trainer"], blob["python_rng"], state
+    return model, tokenizer, path / "trainer", blob["python_rng"], state

@@ -8,11 +8,13 @@ in the same PPO-clip update, with MirrorPop masking and gradient accumulation.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,11 +42,11 @@ from verifier.reward import correctness_first_reward
 # -- optimiser backends --------------------------------------------------------------------
 class _TorchBackend:
     def __init__(self, model, config: PolicyOptimConfig):
-        self.model = model
+        self.model = self.training_forward = model
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
         self.grad_clip = config.grad_clip
 
-    def backward(self, loss: torch.Tensor) -> None:
+    def backward(self, loss: torch.Tensor, last: bool) -> None:
         loss.backward()
 
     def step(self) -> None:
@@ -52,15 +54,30 @@ class _TorchBackend:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
 
-    def state_dict(self) -> dict[str, Any]:
-        return self.optimizer.state_dict()
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        torch.save(self.optimizer.state_dict(), directory / "optimizer.pt")
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.optimizer.load_state_dict(state)
+    def load(self, directory: Path) -> None:
+        self.optimizer.load_state_dict(torch.load(directory / "optimizer.pt", weights_only=False))  # our own file
+
+
+def _single_process_rendezvous() -> None:
+    """Outside the `deepspeed`/`torchrun` launchers, run as a world of one (a free local port), as HF Trainer does."""
+    import os
+    import socket
+
+    if "RANK" in os.environ or (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
 
 
 class _DeepSpeedBackend:
-    """DeepSpeed ZeRO-2/3 (the `gpu` extra); accumulation is done by this trainer, not by DeepSpeed."""
+    """DeepSpeed ZeRO-2/3 (the `gpu` extra). The trainer owns accumulation and loss normalisation: DeepSpeed
+    is told which backward closes a mini-batch (its gradient-accumulation boundary) and never rescales."""
 
     def __init__(self, model, config: PolicyOptimConfig):
         try:
@@ -68,6 +85,7 @@ class _DeepSpeedBackend:
         except ImportError as exc:
             raise RuntimeError("train_engine: deepspeed needs the `deepspeed` package: "
                                "pip install 'kerneldojo[gpu]'") from exc
+        _single_process_rendezvous()
         ds_config = {
             "train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
             "gradient_clipping": config.grad_clip, "zero_optimization": {"stage": config.zero_stage},
@@ -77,18 +95,23 @@ class _DeepSpeedBackend:
         self.engine, self.optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
                                                                  config=ds_config)
         self.model = self.engine.module
+        # Training forwards go through the engine: ZeRO-3 counts micro-steps there (accumulate, not overwrite).
+        self.training_forward = self.engine
 
-    def backward(self, loss: torch.Tensor) -> None:
-        self.engine.backward(loss)
+    def backward(self, loss: torch.Tensor, last: bool) -> None:
+        self.engine.set_gradient_accumulation_boundary(last)
+        self.engine.backward(loss, scale_wrt_gas=False)
 
     def step(self) -> None:
         self.engine.step()
 
-    def state_dict(self) -> dict[str, Any]:
-        return self.optimizer.state_dict()
+    def save(self, directory: Path) -> None:
+        """DeepSpeed's own checkpoint (one ZeRO partition per rank, master weights, optimizer state)."""
+        self.engine.save_checkpoint(str(directory), tag="trainer")
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.optimizer.load_state_dict(state)
+    def load(self, directory: Path) -> None:
+        self.engine.load_checkpoint(str(directory), tag="trainer", load_optimizer_states=True,
+                                    load_lr_scheduler_states=False)
 
 
 class PolicyTrainer:
@@ -169,7 +192,7 @@ class PolicyTrainer:
                     normalizer = float(sum(bool(masks[i].sum() > 0) for i in members)) or 1.0
                 for start in range(0, len(members), cfg.micro_batch_size):
                     chunk = members[start:start + cfg.micro_batch_size]
-                    logp = self.token_logprobs(self.model, [sequences[i] for i in chunk])
+                    logp = self.token_logprobs(self.backend.training_forward, [sequences[i] for i in chunk])
                     width = logp.shape[1]
 
                     def padded(tensors: list[torch.Tensor]) -> torch.Tensor:
@@ -183,7 +206,7 @@ class PolicyTrainer:
                         kl = (k3_kl(logp, padded([ref[i] for i in chunk])) * mask).sum() / mask.sum().clamp(min=1.0)
                         loss = loss + cfg.kl_coef * kl * len(chunk) / len(members)
                         stats["kl"] += kl.item()
-                    self.backend.backward(loss)
+                    self.backend.backward(loss, last=start + cfg.micro_batch_size >= len(members))
                     stats["loss"] += loss.item()
                     stats["clip_frac"] += info["clip_frac"]
                     stats["approx_kl"] += info["approx_kl"]
@@ -197,12 +220,15 @@ class PolicyTrainer:
         out["mirrorpop_mask_rate"] = dropped / max(len(sequences), 1)
         return out
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"optimizer": self.backend.state_dict(), "updates": self.updates}
+    def save(self, directory: Path) -> None:
+        """Optimizer state (the backend's own format) and the update counter, into `directory`."""
+        self.backend.save(directory / "optimizer")
+        (directory / "trainer.json").write_text(json.dumps({"updates": self.updates}))
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.backend.load_state_dict(state["optimizer"])
-        self.updates = state["updates"]
+    def load(self, directory: Path) -> None:
+        """Resume from `save`; the policy's weights must already be the checkpoint's."""
+        self.backend.load(directory / "optimizer")
+        self.updates = json.loads((directory / "trainer.json").read_text())["updates"]
 
 
 # -- Buffered Dynamic Retry ------------------------------------------------------------------
