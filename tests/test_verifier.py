@@ -150,3 +150,14 @@ def test_spare_sandboxes_serve_one_candidate_each_and_stop_on_close(verifier_cac
     for pid in waiting[1:]:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_plain_load_inline_path_gives_the_fast_paths_verdicts(verifier_cache, tmp_path):
+    """`verifier.fast_build: false` (KernelBench's own build) judges like the fast path, from a sandbox whose
+    forkserver never imported torch.utils.cpp_extension (it must not: that import probes CUDA)."""
+    cfg = load_config(None, ["verifier.fast_build=false", "verifier.use_cache=false",
+                             "verifier.spare_sandboxes=0"]).verifier
+    judge = Judge(cfg, tmp_path)
+    for name in ("correct", "cpp_compile_error"):
+        v = judge.verify(problem(), candidate(name))
+        assert v.category == RED_TEAM[name][1], v.detail

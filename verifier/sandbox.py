@@ -124,22 +124,23 @@ def child_main(conn, job: dict[str, Any]) -> None:
         os.chdir(job["scratch_dir"])
         _redirect_output(os.path.join(job["scratch_dir"], "candidate.log"))
         torch.set_num_threads(job.get("num_threads", 1))
+        # torch's own builds (baseline and fallbacks) go to this sandbox's scratch: KernelBench candidates
+        # reuse extension names, and builds of different sources under one name would collide.
+        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(job["scratch_dir"], "torch_extensions")
+        # Imported here, never in the forkserver: its import probes CUDA.
+        from torch.utils import cpp_extension
+        from verifier.fastbuild import BuildError, FastInlineBuilder
+
+        builder = None
+        if job["fast_build"]:
+            builder = FastInlineBuilder(job["build_cache_dir"], timeout_s=job["compile_timeout_s"],
+                                        cuda_arch=job.get("cuda_arch"))
+            build = builder.load_inline
+        else:
+            build = cpp_extension.load_inline
     except Exception as exc:  # the harness itself failed: report, do not judge
         send(("load_error", {"kind": "harness", "message": _short_trace(exc), "log": ""}))
         return
-
-    # torch's own builds (baseline and fallbacks) go to this sandbox's scratch: KernelBench candidates reuse
-    # extension names, and builds of different sources under one name would collide.
-    os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(job["scratch_dir"], "torch_extensions")
-    builder = None
-    if job["fast_build"]:
-        from verifier.fastbuild import FastInlineBuilder
-
-        builder = FastInlineBuilder(job["build_cache_dir"], timeout_s=job["compile_timeout_s"],
-                                    cuda_arch=job.get("cuda_arch"))
-        build = builder.load_inline
-    else:
-        build = torch.utils.cpp_extension.load_inline
     modules: list[_CountingModule] = []
 
     def load_inline(*args, **kwargs):
@@ -147,15 +148,13 @@ def child_main(conn, job: dict[str, Any]) -> None:
         modules.append(module)
         return module
 
-    torch.utils.cpp_extension.load_inline = load_inline
+    cpp_extension.load_inline = load_inline
 
     start = _perf_counter()
     namespace: dict[str, Any] = {"__name__": "candidate", "__file__": "candidate.py"}
     try:
         exec(compile(job["source"], "candidate.py", "exec"), namespace)
     except BaseException as exc:  # SystemExit included: a candidate may not end the sandbox quietly
-        from verifier.fastbuild import BuildError
-
         if isinstance(exc, BuildError) or type(exc).__name__ == "BuildError" or "Error building extension" in str(exc):
             log = getattr(exc, "log", "") or str(exc)
             send(("load_error", {"kind": "compile", "message": str(exc)[:500], "log": log[-20000:],
