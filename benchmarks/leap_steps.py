@@ -6,6 +6,7 @@ the real verification pool, printing each step's time split (generate / verify /
 
     python benchmarks/leap_steps.py --backend cuda --device cuda --steps 3
     python benchmarks/leap_steps.py --backend cpu --device cpu --steps 2
+    python benchmarks/leap_steps.py --backend cuda --device cuda --train-engine deepspeed --zero-stage 3
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--problems", type=int, default=8)
     parser.add_argument("--sft-epochs", type=float, default=40)
+    parser.add_argument("--train-engine", choices=["torch", "deepspeed"], default="torch")
+    parser.add_argument("--zero-stage", type=int, choices=[2, 3], default=2)
     args = parser.parse_args()
 
     problems = [example_problem(name, args.backend) for name in list(OPS)[: args.problems]]
@@ -50,7 +53,8 @@ def main() -> None:
     print(f"sft: {sft.steps} steps, final loss {sft.final_loss:.4f}, {time.perf_counter() - start:.1f} s", flush=True)
 
     config = LeapRLConfig(steps=args.steps, prompts_per_step=4, group_size=4, max_turns=3,
-                          generation={"max_new_tokens": 500, "batch_size": 16})
+                          generation={"max_new_tokens": 500, "batch_size": 16}, train_engine=args.train_engine,
+                          zero_stage=args.zero_stage)
     cache = Path(tempfile.mkdtemp(prefix="kd-leap-"))
     trainer = PolicyTrainer(model, config, tokenizer.pad_token_id, args.device)
     engine = HFRolloutEngine(trainer.model, tokenizer, args.device)
