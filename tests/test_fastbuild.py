@@ -1,6 +1,7 @@
-"""The cuda fast path's build and calling convention, exercised without a GPU: host-only CUDA sources
-compiled by nvcc and g++ against kd_shim (no torch headers), registered as boxed dispatcher ops through
-libkd_bridge, called with CPU tensors."""
+"""The fast build paths without a GPU. cuda: host-only CUDA sources compiled by nvcc and g++ against
+kd_shim (no torch headers), registered as boxed dispatcher ops through libkd_bridge, called with CPU
+tensors. cpu: the same shim and bridge with g++ alone, falling back to the precompiled torch prelude for
+what the shim lacks."""
 
 import shutil
 
@@ -9,7 +10,7 @@ import torch
 
 from verifier.fastbuild import BuildError, FastInlineBuilder, _cuda_home
 
-pytestmark = pytest.mark.skipif(_cuda_home() is None or shutil.which("c++") is None,
+needs_nvcc = pytest.mark.skipif(_cuda_home() is None or shutil.which("c++") is None,
                                 reason="needs a CUDA toolkit (nvcc; no GPU needed)")
 
 CPP = """
@@ -51,11 +52,13 @@ def module(builder):
     return builder.load_inline("abi", CPP, cuda_sources=CUDA, functions=FUNCTIONS)
 
 
+@needs_nvcc
 def test_builds_without_torch_headers_or_fallback(builder, module):
     assert builder.stats.builds == 1 and builder.stats.fallbacks == 0
     assert (builder.bridge_dir() / "libkd_bridge.so").exists()
 
 
+@needs_nvcc
 def test_schema_is_inferred_from_the_cpp_signature(module):
     schema = str(module.scale.default._schema)
     assert schema.endswith("scale(Tensor _0, float _1, int _2) -> Tensor"), schema
@@ -64,6 +67,7 @@ def test_schema_is_inferred_from_the_cpp_signature(module):
     assert str(module.fill.default._schema).endswith("(Tensor _0, float _1) -> ()")
 
 
+@needs_nvcc
 def test_values_cross_the_abi_both_ways(module):
     x = torch.arange(6, dtype=torch.float32).view(2, 3)
     assert torch.equal(module.scale(x, 2.0, 1), x * 2 + 1)
@@ -76,19 +80,57 @@ def test_values_cross_the_abi_both_ways(module):
     assert module.count([x, x, y]) == 3
 
 
+@needs_nvcc
 def test_torch_check_reaches_python_with_the_candidate_line(module):
     with pytest.raises(RuntimeError, match=r"x must be contiguous \(candidate.cu:6\)"):
         module.scale(torch.zeros(2, 3).t(), 1.0, 0)
 
 
+@needs_nvcc
 def test_identical_source_is_not_built_twice(builder, module):
     builds = builder.stats.builds
     builder.load_inline("abi_again", CPP, cuda_sources=CUDA, functions=FUNCTIONS)
     assert builder.stats.builds == builds and builder.stats.cache_hits >= 1
 
 
+@needs_nvcc
 def test_an_error_in_the_candidate_is_a_build_error_with_its_line(builder):
     with pytest.raises(BuildError) as info:
         builder.load_inline("broken", CPP, cuda_sources=CUDA.replace("return {x, x.t()};", "return {x, y};"),
                             functions=FUNCTIONS)
     assert "candidate.cu(16)" in info.value.log and "identifier \"y\" is undefined" in info.value.log
+
+
+CPU_SOURCE = """
+#include <torch/extension.h>
+torch::Tensor twice(torch::Tensor x) {
+  auto xc = x.contiguous();
+  auto out = torch::empty_like(xc);
+  const float* a = xc.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for (int64_t i = 0; i < xc.numel(); ++i) o[i] = 2.0f * a[i];
+  return out;
+}
+"""
+
+
+def test_cpu_candidates_build_against_the_shim_in_one_compiler_call(builder):
+    module = builder.load_inline("twice", CPU_SOURCE, functions=["twice"])
+    x = torch.randn(3, 4)
+    assert torch.equal(module.twice(x), 2 * x)
+    assert str(module.twice.default._schema).endswith("twice(Tensor _0) -> Tensor")
+    assert (builder.bridge_dir("cpu") / "libkd_bridge.so").exists() and builder.stats.fallbacks == 0
+
+
+def test_cpu_code_beyond_the_shim_builds_through_the_torch_prelude(builder):
+    source = CPU_SOURCE.replace("return out;", "return torch::sigmoid(out);")  # ATen compute: not in the shim
+    module = builder.load_inline("twice_sigmoid", source, functions=["twice"])
+    x = torch.randn(5)
+    assert torch.allclose(module.twice(x), torch.sigmoid(2 * x))
+    assert builder.stats.fallbacks == 0  # the prelude path, not torch's load_inline
+
+
+def test_cpu_compile_error_is_the_candidates_with_its_line(builder):
+    with pytest.raises(BuildError) as info:
+        builder.load_inline("broken_cpu", CPU_SOURCE.replace("2.0f * a[i]", "2.0f * b[i]"), functions=["twice"])
+    assert "candidate.cpp:8" in info.value.log and "was not declared" in info.value.log

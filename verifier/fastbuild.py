@@ -115,7 +115,22 @@ _ERROR_LINE = re.compile(
     r"^(?P<file>[\w./-]+?)(?::(?P<line>\d+)|\((?P<pline>\d+)\))(?::\d+)?:? (?P<kind>(?:fatal )?error)\s*:? (?P<msg>.*)$",
     re.M)
 # Signs that the shim, not the candidate, lacks something: rebuild with torch's headers.
-_SHIM_GAP = re.compile(r'kd_shim|identifier "(AT|C10|TORCH|THC)_\w+" is undefined|namespace "(torch|at|c10)[:"]')
+# An error *message* that says the shim, not the candidate, lacks something (g++ and nvcc phrasings).
+_SHIM_GAP = re.compile(r"kd_shim|kd_user::(torch|at|c10)\b|namespace \"(torch|at|c10)[:\"]|"
+                       r"[\"‘'](AT|C10|TORCH|THC)_\w+[\"’'] (is undefined|was not declared)|"
+                       r"[‘'](torch|at|c10)[’'] has not been declared")
+
+
+def _shim_gap(log: str, user_file: str) -> str | None:
+    """Why a failed fast build is the shim's gap rather than the candidate's error, or None. g++ prefixes
+    errors with "In function ‘kd_shim::Tensor ...’", so only the error lines themselves are read."""
+    errors = list(_ERROR_LINE.finditer(log))
+    if not errors:
+        return f"no compiler error to show (link or tool failure): {_first_error(log)}"
+    for m in errors:
+        if os.path.basename(m.group("file")) != user_file or _SHIM_GAP.search(m.group("msg")):
+            return f"{os.path.basename(m.group('file'))}: {m.group('msg').strip()[:200]}"
+    return None
 
 # std:: names -> the standard header that declares them. torch/extension.h pulls in most of the standard
 # library, and candidates rely on that; the cuda fast path includes only the headers whose names the
@@ -278,23 +293,28 @@ class FastInlineBuilder:
         header.write_text(PRELUDE)
         return [self.compiler, "-x", "c++-header", str(header), "-o", str(out), *_BASE_FLAGS, *_torch_flags()]
 
-    def bridge_dir(self) -> Path:
-        """Directory holding libkd_bridge.so (cuda): kd_shim over real ATen plus the kd_abi op registration,
-        compiled once per signature with torch's headers, shared by all workers and candidates."""
-        if "bridge" not in self._pch_dirs:
+    def bridge_dir(self, kind: str = "cuda") -> Path:
+        """Directory holding libkd_bridge.so for `kind` (cuda, or cpu: no CUDA toolkit needed): kd_shim over
+        real ATen plus the kd_abi op registration, compiled once per signature with torch's headers, shared
+        by all workers and candidates."""
+        if f"bridge-{kind}" not in self._pch_dirs:
             sources = [(SHIM_DIR / f).read_text() for f in ("kd_bridge.cpp", "kd_abi.h", "kd_shim_core.h")]
-            sig = _signature(self.compiler, self._compiler_version(), torch.__version__, *_BASE_FLAGS,
-                             *_torch_flags(), *_cuda_flags(), *sources)
-            self._pch_dirs["bridge"] = self._built_once(self.cache_dir / "bridge" / sig, BRIDGE_LIBRARY,
-                                                        self._build_bridge)
-        return self._pch_dirs["bridge"]
+            sig = _signature(kind, self.compiler, self._compiler_version(), torch.__version__, *_BASE_FLAGS,
+                             *_torch_flags(), *(_cuda_flags() if kind == "cuda" else []), *sources)
+            self._pch_dirs[f"bridge-{kind}"] = self._built_once(
+                self.cache_dir / "bridge" / f"{kind}-{sig}", BRIDGE_LIBRARY,
+                lambda directory, out: self._build_bridge(kind, out))
+        return self._pch_dirs[f"bridge-{kind}"]
 
-    def _build_bridge(self, directory: Path, out: Path) -> list[str]:
+    def _build_bridge(self, kind: str, out: Path) -> list[str]:
         lib = Path(torch.__file__).parent / "lib"
-        cuda_libs = ["-lc10_cuda", "-ltorch_cuda"] if torch.version.cuda else ["-DKD_BRIDGE_NO_CUDA"]
+        if kind == "cuda" and torch.version.cuda:
+            variant = [*_cuda_flags(), "-lc10_cuda", "-ltorch_cuda"]
+        else:
+            variant = ["-DKD_BRIDGE_NO_CUDA"] + (["-DKD_SHIM_CPU"] if kind == "cpu" else _cuda_flags())
         return [self.compiler, *_BASE_FLAGS, "-shared", str(SHIM_DIR / "kd_bridge.cpp"), "-o", str(out),
-                f"-I{SHIM_DIR}", *_torch_flags(), *_cuda_flags(), f"-L{lib}", "-lc10", "-ltorch_cpu", "-ltorch",
-                *cuda_libs, f"-Wl,-rpath,{lib}"]
+                f"-I{SHIM_DIR}", *_torch_flags(), f"-L{lib}", "-lc10", "-ltorch_cpu", "-ltorch", *variant,
+                f"-Wl,-rpath,{lib}"]
 
     def _built_once(self, directory: Path, filename: str, command) -> Path:
         """`directory`, holding `filename` built by `command(directory, out)`: the first worker builds it
@@ -360,6 +380,49 @@ class FastInlineBuilder:
 
     # -- cpu ---------------------------------------------------------------------------
     def _build_cpu(self, cpp: str, functions: list[str], cflags: list[str]) -> tuple[Path, str]:
+        """kd_shim first (one g++ process, no torch header); what the shim lacks, through the precompiled
+        torch prelude."""
+        try:
+            return self._build_cpu_shim(cpp, functions, cflags)
+        except _ShimGap:
+            return self._build_cpu_prelude(cpp, functions, cflags)
+
+    def _build_cpu_shim(self, cpp: str, functions: list[str], cflags: list[str]) -> tuple[Path, str]:
+        bridge = self.bridge_dir("cpu")
+        source, namespace = cpu_shim_unit(cpp, functions)
+        key = _signature(source, *cflags, str(bridge), "cpu-shim")
+        gap = self.cache_dir / "builds" / f"{key}.gap"
+        if gap.exists():  # decided before: this candidate needs more than the shim
+            raise _ShimGap(gap.read_text())
+
+        def build(out: Path) -> None:
+            try:
+                try:
+                    self._compile_cpu_shim(source, cflags, bridge, out)
+                except BuildError:  # was it the standard headers left out? Only then does a retry pass
+                    self._compile_cpu_shim(cpu_shim_unit(cpp, functions, all_std=True)[0], cflags, bridge, out)
+            except _ShimGap as exc:
+                gap.parent.mkdir(parents=True, exist_ok=True)
+                gap.write_text(str(exc))
+                raise
+
+        return self._cached(key, build), namespace
+
+    def _compile_cpu_shim(self, source: str, cflags: list[str], bridge: Path, out: Path) -> None:
+        src = out.with_suffix(".cpp")
+        src.write_text(source)
+        cmd = [self.compiler, *_BASE_FLAGS, f"-I{SHIM_DIR}", *cflags, str(src), "-shared", "-o", str(out),
+               f"-L{bridge}", "-lkd_bridge", f"-Wl,-rpath,{bridge}", "-Wl,--no-undefined"]
+        proc = self._run([cmd])[0]
+        src.unlink(missing_ok=True)
+        if proc.returncode != 0:
+            log = proc.stdout + proc.stderr
+            gap = _shim_gap(log, CANDIDATE_FILE)
+            if gap:
+                raise _ShimGap(f"fast cpu path could not build it: {gap}")
+            raise BuildError("the candidate's C++ source failed to compile", log)
+
+    def _build_cpu_prelude(self, cpp: str, functions: list[str], cflags: list[str]) -> tuple[Path, str]:
         body = _blank(_TORCH_INCLUDE, cpp)
         namespace = "kd_" + _signature(body, *functions)
         source = ('#include "kd_prelude.h"\n'
@@ -416,9 +479,9 @@ class FastInlineBuilder:
             for proc, user_file in ((nvcc_proc, CANDIDATE_CUDA_FILE), (gxx_proc, CANDIDATE_FILE)):
                 if proc.returncode != 0:
                     log = proc.stdout + proc.stderr
-                    files = {m.group("file") for m in _ERROR_LINE.finditer(log)}
-                    if _SHIM_GAP.search(log) or not files or not files & {user_file}:
-                        raise _ShimGap(f"fast CUDA path could not build it: {_first_error(log)}")
+                    gap = _shim_gap(log, user_file)
+                    if gap:
+                        raise _ShimGap(f"fast CUDA path could not build it: {gap}")
                     raise BuildError("the candidate's CUDA/C++ source failed to compile", log)
             link = [self.compiler, "-shared", str(cu_obj), str(bind_obj), "-o", str(out), f"-L{bridge}",
                     "-lkd_bridge", f"-Wl,-rpath,{bridge}", f"-L{home / 'lib64'}", "-lcudart", "-Wl,--no-undefined"]
@@ -466,6 +529,17 @@ class FastInlineBuilder:
         return _ORIGINAL_LOAD_INLINE(name, cpp_sources, **kwargs)
 
 
+def _shim_bindings_unit(cpp: str, functions: list[str], namespace: str, includes: str, defines: str = "") -> str:
+    """The candidate's cpp_sources against kd_shim, plus each function's kd_abi registration."""
+    cpp_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cpp))
+    registrations = "\n".join(
+        f'kd_bind::registrar kd_op_{k}("{namespace}", kd_bind::entry<&{USER_NAMESPACE}::{f}>::schema("{f}"), '
+        f"&kd_bind::entry<&{USER_NAMESPACE}::{f}>::run);" for k, f in enumerate(functions))
+    return (f'{defines}{includes}\n#include "kd_shim.h"\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
+            f'#line 1 "{CANDIDATE_FILE}"\n{cpp_body}\n}}\n'
+            f'#line 1 "{BINDINGS_FILE}"\n#include "kd_bind.h"\nnamespace {{\n{registrations}\n}}\n')
+
+
 def cuda_translation_units(cpp: str, cuda: str, functions: list[str], all_std: bool = False) -> tuple[str, str, str]:
     """(bindings for g++, kernels for nvcc, op namespace) of a candidate's cpp_sources and cuda_sources;
     neither includes a torch header."""
@@ -473,15 +547,17 @@ def cuda_translation_units(cpp: str, cuda: str, functions: list[str], all_std: b
     cu_body = _blank(_OTHER_INCLUDE, _blank(_TORCH_INCLUDE, cuda))
     includes = std_includes(cpp, cuda, everything=all_std) + _hoisted_includes(cpp, cuda)
     namespace = "kd_" + _signature(cpp_body, cu_body, *functions)
-    registrations = "\n".join(
-        f'kd_bind::registrar kd_op_{k}("{namespace}", kd_bind::entry<&{USER_NAMESPACE}::{f}>::schema("{f}"), '
-        f"&kd_bind::entry<&{USER_NAMESPACE}::{f}>::run);" for k, f in enumerate(functions))
-    bindings = (f'{includes}\n#include "kd_shim.h"\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
-                f'#line 1 "{CANDIDATE_FILE}"\n{cpp_body}\n}}\n'
-                f'#line 1 "{BINDINGS_FILE}"\n#include "kd_bind.h"\nnamespace {{\n{registrations}\n}}\n')
+    bindings = _shim_bindings_unit(cpp, functions, namespace, includes)
     kernels = (f'{includes}\n#include "kd_shim.h"\nnamespace {USER_NAMESPACE} {{ {_ALIASES}\n'
                f'#line 1 "{CANDIDATE_CUDA_FILE}"\n{cu_body}\n}}\n')
     return bindings, kernels, namespace
+
+
+def cpu_shim_unit(cpp: str, functions: list[str], all_std: bool = False) -> tuple[str, str]:
+    """(source for g++, op namespace) of a cpu candidate's cpp_sources against kd_shim (KD_SHIM_CPU)."""
+    namespace = "kd_" + _signature("cpu-shim", _blank(_TORCH_INCLUDE, cpp), *functions)
+    includes = std_includes(cpp, everything=all_std) + _hoisted_includes(cpp)
+    return _shim_bindings_unit(cpp, functions, namespace, includes, defines="#define KD_SHIM_CPU 1\n"), namespace
 
 
 def nvcc_command(source: Path, output: Path, arch: str, cuda_flags: list[str]) -> list[str]:

@@ -1,4 +1,4 @@
-// The header nvcc sees instead of torch/extension.h: the kd_shim API plus torch's macros.
+// The header candidates compile against instead of torch/extension.h: the kd_shim API plus torch's macros.
 #pragma once
 #include "kd_shim_core.h"
 
@@ -7,10 +7,12 @@
 #define TORCH_INTERNAL_ASSERT(cond, ...) TORCH_CHECK(cond, ##__VA_ARGS__)
 #define AT_ASSERTM(cond, ...) TORCH_CHECK(cond, ##__VA_ARGS__)
 #define AT_ERROR(...) kd_shim_fail(__FILE__, __LINE__, ::kd_shim::format(__VA_ARGS__).c_str())
+#ifndef KD_SHIM_CPU
 #define C10_CUDA_CHECK(expr) \
   do { cudaError_t kd_err_ = (expr); if (kd_err_ != cudaSuccess) kd_shim_fail(__FILE__, __LINE__, cudaGetErrorString(kd_err_)); } while (0)
 #define AT_CUDA_CHECK(expr) C10_CUDA_CHECK(expr)
 #define C10_CUDA_KERNEL_LAUNCH_CHECK() C10_CUDA_CHECK(cudaGetLastError())
+#endif
 
 #define KD_DISPATCH_CASE(ENUM, TYPE, ...) case ::kd_shim::ScalarType::ENUM: { using scalar_t = TYPE; return __VA_ARGS__(); }
 #define KD_DISPATCH(TYPE, NAME, CASES)                                                      \

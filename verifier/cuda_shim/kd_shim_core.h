@@ -1,4 +1,5 @@
-// kd_shim: the slice of the ATen C++ API that KernelBench-style CUDA host code uses, without torch headers.
+// kd_shim: the slice of the ATen C++ API that KernelBench-style host code uses, without torch headers.
+// KD_SHIM_CPU: the cpu backend's variant (g++ only, no CUDA toolkit needed).
 //
 // nvcc spends ~25 s parsing torch/types.h for a one-line kernel; this header parses in milliseconds.
 // A kd_shim::Tensor is a handle to a real at::Tensor owned by the bindings translation unit, which is
@@ -16,8 +17,10 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#ifndef KD_SHIM_CPU
 #include <cuda_runtime.h>
-#ifdef KD_SHIM_HALF
+#endif
+#if defined(KD_SHIM_HALF) && !defined(KD_SHIM_CPU)
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #endif
@@ -36,7 +39,7 @@ constexpr ScalarType kByte = ScalarType::Byte, kUInt8 = ScalarType::Byte, kChar 
                      kFloat = ScalarType::Float, kFloat32 = ScalarType::Float, kDouble = ScalarType::Double,
                      kFloat64 = ScalarType::Double, kBool = ScalarType::Bool, kBFloat16 = ScalarType::BFloat16;
 
-#ifdef KD_SHIM_HALF
+#if defined(KD_SHIM_HALF) && !defined(KD_SHIM_CPU)
 using Half = __half;
 using BFloat16 = __nv_bfloat16;
 #endif
@@ -135,7 +138,7 @@ enum UnaryKind { kContiguous = 0, kTranspose = 1, kUnsqueeze = 2, kSqueeze = 3, 
 template <typename T> struct scalar_of;
 template <> struct scalar_of<float> { static constexpr ScalarType value = ScalarType::Float; };
 template <> struct scalar_of<double> { static constexpr ScalarType value = ScalarType::Double; };
-#ifdef KD_SHIM_HALF
+#if defined(KD_SHIM_HALF) && !defined(KD_SHIM_CPU)
 template <> struct scalar_of<__half> { static constexpr ScalarType value = ScalarType::Half; };
 template <> struct scalar_of<__nv_bfloat16> { static constexpr ScalarType value = ScalarType::BFloat16; };
 #endif
@@ -239,6 +242,7 @@ inline Tensor zeros_like(const Tensor& t, TensorOptions o = {}) { return Tensor:
 inline Tensor ones_like(const Tensor& t, TensorOptions o = {}) { return Tensor::adopt(kd_shim_like(kOnes, t.h, (int)o.dtype_, 0)); }
 inline Tensor full_like(const Tensor& t, double v, TensorOptions o = {}) { return Tensor::adopt(kd_shim_like(kFull, t.h, (int)o.dtype_, v)); }
 
+#ifndef KD_SHIM_CPU
 struct CUDAStream {
   cudaStream_t s;
   cudaStream_t stream() const { return s; }
@@ -250,6 +254,7 @@ inline CUDAStream getCurrentCUDAStream(int device_index = -1) { return CUDAStrea
 struct CUDAGuard { template <typename T> explicit CUDAGuard(const T&) {} };
 struct OptionalCUDAGuard { OptionalCUDAGuard() = default; template <typename T> explicit OptionalCUDAGuard(const T&) {} };
 }  // namespace cuda
+#endif
 inline Device device_of(const Tensor& t) { return t.device(); }
 
 inline ScalarType scalar_type_of(ScalarType t) { return t; }
