@@ -48,7 +48,6 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
                    resume_run_id=resume) as ctx:
         config = ctx.config  # on resume: the run's recorded config
         cfg = getattr(config, stage)
-        backend = config.verifier.backend
         device = resolve_device(config.device)
         parent = ctx.warehouse.stage_run(ctx.run_id).parent_ids[0]
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(parent, "hints").id, split="train")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
