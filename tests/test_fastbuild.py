@@ -134,3 +134,15 @@ def test_cpu_compile_error_is_the_candidates_with_its_line(builder):
     with pytest.raises(BuildError) as info:
         builder.load_inline("broken_cpu", CPU_SOURCE.replace("2.0f * a[i]", "2.0f * b[i]"), functions=["twice"])
     assert "candidate.cpp:8" in info.value.log and "was not declared" in info.value.log
+
+
+def test_a_bridge_that_cannot_be_built_sends_cpu_candidates_to_the_prelude(builder, tmp_path):
+    """A toolchain or disk problem of this machine is never the candidate's compile error."""
+    (tmp_path / "bridge").write_text("")  # a file where the bridge's directory must go
+    builder.prelude_dir()
+    (tmp_path / "pch").symlink_to(builder.cache_dir / "pch")  # reuse the precompiled prelude
+    broken = FastInlineBuilder(tmp_path)
+    module = broken.load_inline("twice_prelude", CPU_SOURCE, functions=["twice"])
+    x = torch.randn(4)
+    assert torch.equal(module.twice(x), 2 * x)
+    assert broken.stats.builds == 1 and broken.stats.fallbacks == 0  # built, through the prelude

@@ -306,6 +306,14 @@ class FastInlineBuilder:
                 lambda directory, out: self._build_bridge(kind, out))
         return self._pch_dirs[f"bridge-{kind}"]
 
+    def _bridge_or_gap(self, kind: str) -> Path:
+        """The bridge, or a shim gap when it cannot be built here: the candidate then takes the slower path,
+        and a machine's missing toolchain piece never becomes the candidate's compile error."""
+        try:
+            return self.bridge_dir(kind)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            raise _ShimGap(f"libkd_bridge ({kind}) unavailable: {str(exc)[-300:]}") from exc
+
     def _build_bridge(self, kind: str, out: Path) -> list[str]:
         lib = Path(torch.__file__).parent / "lib"
         if kind == "cuda" and torch.version.cuda:
@@ -388,7 +396,7 @@ class FastInlineBuilder:
             return self._build_cpu_prelude(cpp, functions, cflags)
 
     def _build_cpu_shim(self, cpp: str, functions: list[str], cflags: list[str]) -> tuple[Path, str]:
-        bridge = self.bridge_dir("cpu")
+        bridge = self._bridge_or_gap("cpu")
         source, namespace = cpu_shim_unit(cpp, functions)
         key = _signature(source, *cflags, str(bridge), "cpu-shim")
         gap = self.cache_dir / "builds" / f"{key}.gap"
@@ -450,7 +458,7 @@ class FastInlineBuilder:
     def _build_cuda(self, cpp: str, cuda: str, functions: list[str], cflags: list[str],
                     cuda_flags: list[str]) -> tuple[Path, str]:
         arch = self.cuda_arch or _device_arch()
-        bridge = self.bridge_dir()
+        bridge = self._bridge_or_gap("cuda")
 
         def build(out: Path) -> None:
             try:
