@@ -36,6 +36,7 @@ import time
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import torch
 from torch.utils import cpp_extension
@@ -119,6 +120,23 @@ _ERROR_LINE = re.compile(
 _SHIM_GAP = re.compile(r"kd_shim|kd_user::(torch|at|c10)\b|namespace \"(torch|at|c10)[:\"]|"
                        r"[\"‘'](AT|C10|TORCH|THC)_\w+[\"’'] (is undefined|was not declared)|"
                        r"[‘'](torch|at|c10)[’'] has not been declared")
+
+
+def _lean_then_all_std(compile_with) -> None:
+    """`compile_with(all_std)`: first with only the standard headers the candidate's std:: names need; after a
+    compile error, once more with all of them, so leaving headers out can never become the verdict."""
+    try:
+        compile_with(False)
+    except BuildError:
+        compile_with(True)
+
+
+def _build_failure(log: str, user_file: str, path: str, language: str) -> NoReturn:
+    """A failed fast build: the shim's gap (take a slower path) or the candidate's compile error."""
+    gap = _shim_gap(log, user_file)
+    if gap:
+        raise _ShimGap(f"fast {path} path could not build it: {gap}")
+    raise BuildError(f"the candidate's {language} source failed to compile", log)
 
 
 def _shim_gap(log: str, user_file: str) -> str | None:
@@ -405,10 +423,8 @@ class FastInlineBuilder:
 
         def build(out: Path) -> None:
             try:
-                try:
-                    self._compile_cpu_shim(source, cflags, bridge, out)
-                except BuildError:  # was it the standard headers left out? Only then does a retry pass
-                    self._compile_cpu_shim(cpu_shim_unit(cpp, functions, all_std=True)[0], cflags, bridge, out)
+                _lean_then_all_std(lambda all_std: self._compile_cpu_shim(
+                    cpu_shim_unit(cpp, functions, all_std=True)[0] if all_std else source, cflags, bridge, out))
             except _ShimGap as exc:
                 gap.parent.mkdir(parents=True, exist_ok=True)
                 gap.write_text(str(exc))
@@ -424,11 +440,7 @@ class FastInlineBuilder:
         proc = self._run([cmd])[0]
         src.unlink(missing_ok=True)
         if proc.returncode != 0:
-            log = proc.stdout + proc.stderr
-            gap = _shim_gap(log, CANDIDATE_FILE)
-            if gap:
-                raise _ShimGap(f"fast cpu path could not build it: {gap}")
-            raise BuildError("the candidate's C++ source failed to compile", log)
+            _build_failure(proc.stdout + proc.stderr, CANDIDATE_FILE, "cpu", "C++")
 
     def _build_cpu_prelude(self, cpp: str, functions: list[str], cflags: list[str]) -> tuple[Path, str]:
         body = _blank(_TORCH_INCLUDE, cpp)
@@ -460,15 +472,13 @@ class FastInlineBuilder:
         arch = self.cuda_arch or _device_arch()
         bridge = self._bridge_or_gap("cuda")
 
-        def build(out: Path) -> None:
-            try:
-                self._compile_cuda(*cuda_translation_units(cpp, cuda, functions)[:2], cflags, cuda_flags, arch,
-                                   bridge, out)
-            except BuildError:  # was it the standard headers left out? Only then does a retry pass
-                self._compile_cuda(*cuda_translation_units(cpp, cuda, functions, all_std=True)[:2], cflags,
-                                   cuda_flags, arch, bridge, out)
-
         bindings, kernels, namespace = cuda_translation_units(cpp, cuda, functions)
+
+        def build(out: Path) -> None:
+            _lean_then_all_std(lambda all_std: self._compile_cuda(
+                *(cuda_translation_units(cpp, cuda, functions, all_std=True)[:2] if all_std else (bindings, kernels)),
+                cflags, cuda_flags, arch, bridge, out))
+
         key = _signature(bindings, kernels, *cflags, *cuda_flags, arch, str(bridge), "cuda")
         return self._cached(key, build), namespace
 
@@ -486,11 +496,7 @@ class FastInlineBuilder:
             nvcc_proc, gxx_proc = self._run([nvcc, gxx])  # in parallel: the two halves do not depend on each other
             for proc, user_file in ((nvcc_proc, CANDIDATE_CUDA_FILE), (gxx_proc, CANDIDATE_FILE)):
                 if proc.returncode != 0:
-                    log = proc.stdout + proc.stderr
-                    gap = _shim_gap(log, user_file)
-                    if gap:
-                        raise _ShimGap(f"fast CUDA path could not build it: {gap}")
-                    raise BuildError("the candidate's CUDA/C++ source failed to compile", log)
+                    _build_failure(proc.stdout + proc.stderr, user_file, "CUDA", "CUDA/C++")
             link = [self.compiler, "-shared", str(cu_obj), str(bind_obj), "-o", str(out), f"-L{bridge}",
                     "-lkd_bridge", f"-Wl,-rpath,{bridge}", f"-L{home / 'lib64'}", "-lcudart", "-Wl,--no-undefined"]
             proc = self._run([link])[0]

@@ -117,8 +117,8 @@ class Devices:
             yield
 
 
-def _cuda_arch() -> str:
-    major, minor = torch.cuda.get_device_capability(0)
+def _cuda_arch(device_index: int) -> str:
+    major, minor = torch.cuda.get_device_capability(device_index)
     return f"{major}{minor}"
 
 
@@ -226,8 +226,7 @@ class Judge:
             "init_inputs": dumps(self.references(0).init_inputs(problem)),
             "init_seed": INIT_SEED,
             "compile_timeout_s": cfg.compile_timeout_s,
-            "cuda_arch": _cuda_arch() if self.device == "cuda" else None,
-            "device_index": device_index,
+            "cuda_arch": _cuda_arch(device_index) if self.device == "cuda" else None,
         }
         proc, parent_conn = self._take_sandbox(device_index)
         try:
@@ -424,9 +423,9 @@ class Judge:
             compiled = references.baseline_seconds(problem, trial.inputs, INIT_SEED, cfg.timing_warmup,
                                                    cfg.timing_runs, compiled=True)
         measured: list[float] = []
+        metas = write_tensors(io_dir / "inputs.bin", trial.host_inputs())  # the trials left their own there
         for _ in range(2):
-            conn.send(("time", write_tensors(io_dir / "inputs.bin", trial.host_inputs()), cfg.timing_warmup,
-                       cfg.timing_runs))
+            conn.send(("time", metas, cfg.timing_warmup, cfg.timing_runs))
             msg = _receive(proc, conn, budget)
             if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict) \
                     or not isinstance(msg[1].get("seconds"), float):

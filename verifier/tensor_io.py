@@ -68,7 +68,7 @@ def write_tensors(path: str | Path, values: list[Any]) -> list[dict[str, Any]]:
     return metas
 
 
-def _checked(meta: Any, size: int) -> tuple[torch.dtype, list[int], list[int], int, int]:
+def _checked(meta: Any) -> tuple[torch.dtype, list[int], list[int], int, int]:
     if not isinstance(meta, dict) or set(meta) != {"dtype", "shape", "stride", "offset"}:
         raise TamperedData(f"malformed tensor description {str(meta)[:100]}")
     dtype = DTYPES.get(meta["dtype"]) if isinstance(meta["dtype"], str) else None
@@ -78,16 +78,16 @@ def _checked(meta: Any, size: int) -> tuple[torch.dtype, list[int], list[int], i
         raise TamperedData(f"malformed tensor description {str(meta)[:100]}")
     itemsize = torch.empty((), dtype=dtype).element_size()
     nbytes = _span_elements(shape, stride) * itemsize
-    if offset < 0 or offset % itemsize or offset + nbytes > size:  # size: a bound on the file, when known
-        raise TamperedData(f"tensor bytes [{offset}, {offset + nbytes}) outside the {size}-byte file")
+    if offset < 0 or offset % itemsize:  # past the end shows as a short read
+        raise TamperedData(f"tensor bytes [{offset}, {offset + nbytes}) misaligned or outside the file")
     return dtype, shape, stride, offset, nbytes
 
 
-def describe(metas: list[Any], size_limit: int = 1 << 62) -> list[tuple[tuple[int, ...], torch.dtype]]:
+def describe(metas: list[Any]) -> list[tuple[tuple[int, ...], torch.dtype]]:
     """(shape, dtype) of each described tensor, validated, without reading any data."""
     if not isinstance(metas, list):
         raise TamperedData("tensor descriptions are not a list")
-    return [(tuple(shape), dtype) for dtype, shape, *_ in (_checked(m, size_limit) for m in metas)]
+    return [(tuple(shape), dtype) for dtype, shape, *_ in (_checked(m) for m in metas)]
 
 
 def read_tensors(path: str | Path, metas: list[Any], max_bytes: int) -> list[Any]:
@@ -95,7 +95,7 @@ def read_tensors(path: str | Path, metas: list[Any], max_bytes: int) -> list[Any
     at most `max_bytes` are read, however large the file."""
     if not isinstance(metas, list):
         raise TamperedData("tensor descriptions are not a list")
-    checked = [meta if isinstance(meta, dict) and set(meta) == {"value"} else _checked(meta, 1 << 62)
+    checked = [meta if isinstance(meta, dict) and set(meta) == {"value"} else _checked(meta)
                for meta in metas]
     total = sum(c[4] for c in checked if isinstance(c, tuple))
     if total > max_bytes:
