@@ -7,6 +7,7 @@ can resume a killed run: `kerneldojo stage leap_rl --resume <stage run id>`.
 from __future__ import annotations
 
 import random
+import re
 import time
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(parent, "hints").id, split="train")
         by_id = {p.id: p for p in problems}
         rng = random.Random(f"{config.seed}-{stage}")
-        latest = ctx.warehouse.latest_checkpoint(ctx.run_id, prefix="step-") if resume else None
+        latest = _resume_point(ctx) if resume else None
         if latest is not None:
             model, tokenizer, trainer_dir, rng_state, state = load_rl_checkpoint(latest, device)
             rng.setstate(rng_state)
@@ -100,6 +101,15 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         if stage == "leap_rl":
             ctx.summary["activated_groups_pct"] = round(last["dcp/activated_groups_pct"], 1)
         return ctx.run_id
+
+
+def _resume_point(ctx: StageContext) -> Path | None:
+    """The run's last checkpoint. Each appears on disk by one atomic rename, then is recorded in the
+    warehouse; a kill between the two leaves a complete checkpoint unrecorded, so record it now."""
+    for path in sorted((ctx.artifacts / "checkpoints").glob("step-*")):
+        if re.fullmatch(r"step-\d+", path.name):  # not a `.partial` left by a kill mid-save
+            ctx.warehouse.add_checkpoint(ctx.run_id, path.name, path, int(path.name.removeprefix("step-")))
+    return ctx.warehouse.latest_checkpoint(ctx.run_id, prefix="step-")
 
 
 def _log_plots(ctx: StageContext, stage: str, state: RLState) -> None:
