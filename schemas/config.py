@@ -53,6 +53,12 @@ class VerifierConfig(StrictModel):
                                  "so process start and CUDA context creation are off the verdict's clock")
     cache_dir: str | None = Field(None, description="build + verdict cache; default <home>/cache/verifier "
                                   "(share one across homes to build the precompiled header once)")
+    isolation: Literal["namespaces", "none"] = Field(
+        "namespaces", description="namespaces: every sandbox in its own user/mount/pid/net/ipc namespaces as an "
+        "unprivileged uid with seccomp and cgroup limits (needs root); none: a plain process with rlimits, for "
+        "trusted code only (its caches are not trustworthy either)")
+    timing_noise: float = Field(0.2, ge=0, le=1, description="how far below the judge's own clock a sandbox's "
+                                "timing may be before the judge's clock is believed instead (relative)")
 
 
 class RewardConfig(StrictModel):

@@ -101,6 +101,8 @@ class Verdict(Record):
     rule: str | None = None  # for illegal verdicts: the rule broken
     cached: bool = False
     phases: dict[str, float] = Field(default_factory=dict)  # seconds per harness phase, as the judge saw them
+    # seconds per call: the sandbox's claim, the judge's own clock, what was believed, the eager baseline
+    timing: dict[str, float] = Field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

@@ -75,12 +75,12 @@ def with_forward(body: str) -> str:
 
 
 FORGED_MARKER = "/tmp/kd-redteam-pwned"
+# Native code writing its own message into every descriptor, the judge's channel among them, with no
+# mechanism the static rules name (write() declared by hand): only the channel's decoding stands in the way.
 FORGE_MESSAGE = r"""
   static const char forged[] = "\x00\x00\x00\x2e" "cos\nsystem\n(S'touch /tmp/kd-redteam-pwned'\ntR.";
-  for (int fd = 3; fd < 256; ++fd) {
-    struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) { ssize_t w = write(fd, forged, sizeof forged - 1); (void)w; }
-  }"""
+  for (int fd = 3; fd < 256; ++fd) { long w = write(fd, forged, sizeof forged - 1); (void)w; }"""
+FORGE_DECLARATION = 'extern "C" long write(int, const void*, unsigned long);'
 
 RED_TEAM: dict[str, tuple[str, V, str | None]] = {
     # honest outcomes
@@ -149,7 +149,7 @@ RED_TEAM: dict[str, tuple[str, V, str | None]] = {
                    V.illegal, "dynamic-code"),
     # native code writing its own message into the sandbox's channel: a pickle that would run a shell command
     # in the judge if the judge unpickled what the sandbox sends
-    "forged_message": (good().replace("#include <cmath>", "#include <cmath>\n#include <sys/stat.h>\n#include <unistd.h>")
+    "forged_message": (good().replace("#include <cmath>", "#include <cmath>\n" + FORGE_DECLARATION)
                        .replace("int64_t n = xc.numel(), m = w.numel();", FORGE_MESSAGE + "\n  int64_t n = xc.numel(), m = w.numel();"),
                        V.illegal, "harness-tampering"),
 }

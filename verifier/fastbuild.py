@@ -1,4 +1,8 @@
-"""A drop-in `load_inline` that builds candidates in seconds instead of tens of seconds.
+"""A drop-in `load_inline` that builds candidates in seconds instead of tens of seconds, in the judge.
+
+The judge builds every `load_inline` call of a candidate: the sandbox sends the call as data
+(`BuildRequest`), the judge checks it, runs the compilers in a confined build sandbox (a `runner`),
+keeps the shared object in its authenticated store and hands the sandbox a copy to load.
 
 KernelBench-style candidates call `torch.utils.cpp_extension.load_inline`, which wraps
 the source in `#include <torch/extension.h>` (ATen + pybind11 + libtorch's Python glue),
@@ -33,13 +37,16 @@ import re
 import subprocess
 import sysconfig
 import time
-import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
 import torch
 from torch.utils import cpp_extension
+
+from verifier.artifacts import load_artifact
+from verifier.isolation import open_sandbox_file
+from verifier.signed_store import SignedStore, home_secret
 
 _ORIGINAL_LOAD_INLINE = cpp_extension.load_inline
 SHIM_DIR = Path(__file__).parent / "cuda_shim"
@@ -284,19 +291,233 @@ def _hoisted_includes(*sources: str) -> str:
     return "\n".join(seen)
 
 
+MAX_SOURCE_CHARS = 1 << 20  # a candidate's sources, all together
+MAX_ARTIFACT_BYTES = 512 << 20
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """One `load_inline` call of a candidate, as plain data: what the sandbox asked the judge to build."""
+
+    name: str
+    cpp: str
+    cuda: str
+    functions: tuple[str, ...]
+    docstrings: tuple[tuple[str, str], ...]  # functions given as a dict: name -> docstring
+    cflags: tuple[str, ...] = ()
+    cuda_cflags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    include_paths: tuple[str, ...] = ()
+    with_cuda: bool | None = None
+    is_python_module: bool = True
+    with_pytorch_error_handling: bool = True
+    other: tuple[tuple[str, str], ...] = ()  # arguments the fast path does not take (sycl sources, ...)
+
+    @classmethod
+    def from_call(cls, args: list, kwargs: dict) -> "BuildRequest":
+        """Bind a call exactly as torch's `load_inline` binds it; TypeError (torch's message) when it would
+        not, ValueError for values no build takes."""
+        bound = inspect.signature(_ORIGINAL_LOAD_INLINE).bind(*args, **kwargs).arguments
+        strings = lambda v, what: _string_list(v, what)
+        name = bound["name"]
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_]\w{0,127}", name):
+            raise ValueError(f"load_inline: name must be a Python identifier, got {str(name)[:60]!r}")
+        functions = bound.get("functions")
+        docs: tuple[tuple[str, str], ...] = ()
+        if isinstance(functions, dict):
+            docs = tuple((str(k), str(v)) for k, v in functions.items())
+            functions = [k for k, _ in docs]
+        names = tuple(strings(functions, "functions"))
+        if any(not re.fullmatch(r"[A-Za-z_]\w*", f) for f in names):
+            raise ValueError("load_inline: functions must be C++ identifiers")
+        cpp, cuda = "\n".join(strings(bound["cpp_sources"], "cpp_sources")), \
+            "\n".join(strings(bound.get("cuda_sources"), "cuda_sources"))
+        if len(cpp) + len(cuda) > MAX_SOURCE_CHARS:
+            raise ValueError(f"load_inline: more than {MAX_SOURCE_CHARS} characters of source")
+        other = tuple((k, repr(v)[:200]) for k, v in bound.items()
+                      if k in ("sycl_sources", "extra_sycl_cflags", "with_sycl", "use_pch", "no_implicit_headers")
+                      and v not in (None, False, [], ""))
+        flag = lambda k: bound.get(k)
+        return cls(name=name, cpp=cpp, cuda=cuda, functions=names, docstrings=docs,
+                   cflags=tuple(strings(flag("extra_cflags"), "extra_cflags")),
+                   cuda_cflags=tuple(strings(flag("extra_cuda_cflags"), "extra_cuda_cflags")),
+                   ldflags=tuple(strings(flag("extra_ldflags"), "extra_ldflags")),
+                   include_paths=tuple(strings(flag("extra_include_paths"), "extra_include_paths")),
+                   with_cuda=flag("with_cuda") if isinstance(flag("with_cuda"), bool) else None,
+                   is_python_module=bool(bound.get("is_python_module", True)),
+                   with_pytorch_error_handling=bool(bound.get("with_pytorch_error_handling", True)),
+                   other=other)
+
+    def torch_kwargs(self) -> dict:
+        """Arguments for torch's own load_inline (the fallback), build directory excluded."""
+        return dict(name=self.name, cpp_sources=self.cpp, cuda_sources=self.cuda or None,
+                    functions=dict(self.docstrings) if self.docstrings else (list(self.functions) or None),
+                    extra_cflags=list(self.cflags), extra_cuda_cflags=list(self.cuda_cflags),
+                    extra_ldflags=list(self.ldflags), extra_include_paths=list(self.include_paths),
+                    with_cuda=self.with_cuda, is_python_module=self.is_python_module,
+                    with_pytorch_error_handling=self.with_pytorch_error_handling)
+
+
+def _string_list(value, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ValueError(f"load_inline: {what} must be a string or a list of strings")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A built shared object in the judge's store, and how a sandbox loads it."""
+
+    key: str  # store key of the shared object
+    kind: str  # "ops": dispatcher ops in `namespace`; "module": a Python extension module named `name`
+    name: str
+    functions: tuple[str, ...]
+    namespace: str | None = None
+    fallback: str | None = None  # why torch's own load_inline built it
+
+    def describe(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "functions": list(self.functions),
+                "namespace": self.namespace}
+
+
+class LocalRunner:
+    """Runs build commands in this process's own subprocesses (no isolation): for trusted sources, tests,
+    and `verifier.isolation: none`."""
+
+    def __init__(self, directory: str | Path | None = None):
+        import tempfile
+
+        self.inbox = Path(directory or tempfile.mkdtemp(prefix="kd-build-"))
+        self.outbox = self.inbox
+
+    def run(self, commands: list[list[str]], timeout_s: float) -> list[subprocess.CompletedProcess]:
+        return run_commands(commands, timeout_s)
+
+    def torch_build(self, kwargs: dict, timeout_s: float) -> Path:
+        return torch_build(kwargs, self.outbox / "torch_ext")
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.inbox, ignore_errors=True)
+
+
+def run_commands(commands: list[list[str]], timeout_s: float,
+                 output_limit: int = 1 << 20) -> list[subprocess.CompletedProcess]:
+    """Run commands in parallel (nvcc and g++ halves of one build); BuildError when one overruns."""
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+             for c in commands]
+    results = []
+    deadline = time.monotonic() + timeout_s
+    for cmd, proc in zip(commands, procs):
+        try:
+            stdout, stderr = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            raise BuildError(f"compilation exceeded {timeout_s:g} s", "")
+        results.append(subprocess.CompletedProcess(cmd, proc.returncode, stdout[-output_limit:],
+                                                   stderr[-output_limit:]))
+    return results
+
+
+def torch_build(kwargs: dict, build_directory: Path) -> Path:
+    """torch's own load_inline, built but not loaded (the loading happens in a sandbox): the shared object."""
+    build_directory.mkdir(parents=True, exist_ok=True)
+    original = cpp_extension._import_module_from_library
+    cpp_extension._import_module_from_library = lambda *a, **k: None
+    try:
+        _ORIGINAL_LOAD_INLINE(**kwargs, build_directory=str(build_directory), verbose=False)
+    except Exception as exc:  # torch raises RuntimeError("Error building extension ...") with the log
+        raise BuildError("the candidate's source failed to compile (torch load_inline)", str(exc)) from exc
+    finally:
+        cpp_extension._import_module_from_library = original
+    built = build_directory / f"{kwargs['name']}.so"
+    if not built.exists():
+        raise BuildError("torch's load_inline produced no shared object", "")
+    return built
+
+
 class FastInlineBuilder:
-    """Builds `load_inline` candidates through precompiled preludes; see the module docstring."""
+    """Builds `load_inline` requests into authenticated shared objects; see the module docstring.
+
+    Runs in the judge. Every compiler command of a candidate runs through a `runner` (a build sandbox,
+    verifier/sandboxes.py, or `LocalRunner`); the cache keys, the store and every decision stay here.
+    """
 
     def __init__(self, cache_dir: str | Path, compiler: str | None = None, timeout_s: float = 300.0,
-                 cuda_arch: str | None = None):
+                 cuda_arch: str | None = None, fast: bool = True, secret: bytes | None = None):
         self.cache_dir = Path(cache_dir)
-        self.compiler = compiler or os.environ.get("CXX", "c++")
+        self.compiler = compiler or "c++"  # never $CXX: the environment is not configuration
         self.timeout_s = timeout_s
         self.cuda_arch = cuda_arch
+        self.fast = fast
+        self.secret = secret or home_secret(self.cache_dir)
+        self.store = SignedStore(self.cache_dir / "builds", self.secret)
         self.stats = BuildStats()
         self._pch_dirs: dict[str, Path] = {}
 
-    # -- precompiled headers ------------------------------------------------------------
+    # -- the judge's entry point ------------------------------------------------------------
+    def build(self, request: BuildRequest, runner) -> Artifact:
+        """The artifact for one request: from the store, or built through `runner`."""
+        reason = None if self.fast else "fast build disabled"
+        if reason is None:
+            if not request.functions:
+                reason = "no functions list"
+            elif request.other or not request.is_python_module:
+                reason = f"arguments the fast path does not take ({', '.join(k for k, _ in request.other)})" \
+                    if request.other else "non-module build"
+            elif _PYBIND.search(request.cpp + request.cuda):
+                reason = "explicit pybind11"
+            elif any(f.strip() for f in request.ldflags):
+                reason = "extra_ldflags"
+            elif request.include_paths:
+                reason = "extra_include_paths"
+            elif request.cuda and _cuda_home() is None:
+                reason = "no CUDA toolkit"
+        if reason:
+            return self._fallback(reason, request, runner)
+        cflags = [f for f in request.cflags if f.strip() and not f.startswith("-O")]
+        cuda_flags = [f for f in request.cuda_cflags if f.strip()]
+        functions = list(request.functions)
+        try:
+            if request.cuda:
+                key, namespace = self._build_cuda(request.cpp, request.cuda, functions, cflags, cuda_flags, runner)
+            else:
+                key, namespace = self._build_cpu(request.cpp, functions, cflags, runner)
+        except _ShimGap as gap:
+            return self._fallback(str(gap), request, runner)
+        return Artifact(key=key, kind="ops", name=request.name, functions=request.functions, namespace=namespace)
+
+    def artifact_bytes(self, artifact: Artifact) -> bytes:
+        payload = self.store.get(artifact.key)
+        if payload is None:
+            raise RuntimeError(f"the build store lost {artifact.key} (removed or failed authentication)")
+        return payload
+
+    def load_inline(self, name, cpp_sources, cuda_sources=None, *args, **kwargs):
+        """`torch.utils.cpp_extension.load_inline`'s signature, built and loaded in this process (trusted
+        code and tests; candidates are built by the judge and loaded in their sandbox)."""
+        request = BuildRequest.from_call([name, cpp_sources, cuda_sources, *args], kwargs)
+        runner = LocalRunner()
+        try:
+            artifact = self.build(request, runner)
+        finally:
+            runner.close()
+        loaded = self.cache_dir / "loaded"
+        loaded.mkdir(exist_ok=True)
+        path = loaded / f"{artifact.key}.so"
+        if not path.exists():
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(self.artifact_bytes(artifact))
+            os.replace(tmp, path)
+        return load_artifact(artifact.describe(), str(path))
+
+    # -- precompiled headers and the bridge (our own code, built here) ----------------------
     def prelude_dir(self) -> Path:
         """Directory holding kd_prelude.h and its .gch (cpu); built once per signature, shared by all workers."""
         if "cpu" not in self._pch_dirs:
@@ -344,105 +565,66 @@ class FastInlineBuilder:
 
     def _built_once(self, directory: Path, filename: str, command) -> Path:
         """`directory`, holding `filename` built by `command(directory, out)`: the first worker builds it
-        under a file lock, the others wait and reuse it."""
+        under a file lock, the others wait and reuse it. A keyed hash beside it (`<filename>.tag`) proves the
+        judge built it; anything else found there is rebuilt."""
         directory.mkdir(parents=True, exist_ok=True)
+        target, tag_path = directory / filename, directory / f"{filename}.tag"
         with open(directory / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (directory / filename).exists():
-                tmp = directory / f"{filename}.{os.getpid()}.tmp"
-                proc = subprocess.run(command(directory, tmp), capture_output=True, text=True,
-                                      timeout=self.timeout_s * 4)
-                if proc.returncode != 0:
-                    raise RuntimeError(f"building {filename} failed:\n{proc.stderr[-4000:]}")
-                os.replace(tmp, directory / filename)
+            store = SignedStore(directory, self.secret)
+            if target.exists() and tag_path.exists() and \
+                    store.verify(filename, tag_path.read_bytes()) == _file_digest(target):
+                return directory
+            tmp = directory / f"{filename}.{os.getpid()}.tmp"
+            proc = subprocess.run(command(directory, tmp), capture_output=True, text=True,
+                                  timeout=self.timeout_s * 4)
+            if proc.returncode != 0:
+                raise RuntimeError(f"building {filename} failed:\n{proc.stderr[-4000:]}")
+            os.replace(tmp, target)
+            tag_path.write_bytes(store.sign(filename, _file_digest(target)))
         return directory
 
     def _compiler_version(self) -> str:
         return subprocess.run([self.compiler, "--version"], capture_output=True, text=True).stdout
 
-    # -- the load_inline replacement -----------------------------------------------------
-    def load_inline(self, name, cpp_sources, cuda_sources=None, *args, **kwargs):
-        """Same signature and contract as `torch.utils.cpp_extension.load_inline`."""
-        if args:  # positional use beyond cuda_sources: bind names exactly as torch does
-            bound = inspect.signature(_ORIGINAL_LOAD_INLINE).bind(name, cpp_sources, cuda_sources, *args, **kwargs)
-            kwargs = {k: v for k, v in bound.arguments.items() if k not in ("name", "cpp_sources", "cuda_sources")}
-        full = dict(kwargs, cuda_sources=cuda_sources)
-        cpp = _joined(cpp_sources)
-        cuda = _joined(cuda_sources)
-        functions = kwargs.get("functions")
-        if isinstance(functions, str):
-            functions = [functions]
-        elif isinstance(functions, dict):
-            functions = list(functions)
-        reason = None
-        if not functions:
-            reason = "no functions list"
-        elif kwargs.get("sycl_sources") or not kwargs.get("is_python_module", True):
-            reason = "sycl or non-module build"
-        elif _PYBIND.search(cpp + cuda):
-            reason = "explicit pybind11"
-        elif kwargs.get("extra_ldflags") and any(f.strip() for f in kwargs["extra_ldflags"]):
-            reason = "extra_ldflags"
-        elif kwargs.get("extra_include_paths"):
-            reason = "extra_include_paths"
-        elif cuda and _cuda_home() is None:
-            reason = "no CUDA toolkit"
-        if reason:
-            return self._fallback(reason, name, cpp_sources, **full)
-        cflags = [f for f in (kwargs.get("extra_cflags") or []) if f.strip() and not f.startswith("-O")]
-        cuda_flags = [f for f in (kwargs.get("extra_cuda_cflags") or []) if f.strip()]
-        try:
-            if cuda:
-                so_path, namespace = self._build_cuda(cpp, cuda, functions, cflags, cuda_flags)
-            else:
-                so_path, namespace = self._build_cpu(cpp, functions, cflags)
-        except _ShimGap as gap:
-            return self._fallback(str(gap), name, cpp_sources, **full)
-        torch.ops.load_library(str(so_path))
-        ops = getattr(torch.ops, namespace)
-        module = types.SimpleNamespace(**{f: getattr(ops, f) for f in functions})
-        module.__name__ = name
-        return module
-
     # -- cpu ---------------------------------------------------------------------------
-    def _build_cpu(self, cpp: str, functions: list[str], cflags: list[str]) -> tuple[Path, str]:
+    def _build_cpu(self, cpp: str, functions: list[str], cflags: list[str], runner) -> tuple[str, str]:
         """kd_shim first (one g++ process, no torch header); what the shim lacks, through the precompiled
         torch prelude."""
         try:
-            return self._build_cpu_shim(cpp, functions, cflags)
+            return self._build_cpu_shim(cpp, functions, cflags, runner)
         except _ShimGap:
-            return self._build_cpu_prelude(cpp, functions, cflags)
+            return self._build_cpu_prelude(cpp, functions, cflags, runner)
 
-    def _build_cpu_shim(self, cpp: str, functions: list[str], cflags: list[str]) -> tuple[Path, str]:
+    def _build_cpu_shim(self, cpp: str, functions: list[str], cflags: list[str], runner) -> tuple[str, str]:
         bridge = self._bridge_or_gap("cpu")
         source, namespace = cpu_shim_unit(cpp, functions)
         key = _signature(source, *cflags, str(bridge), "cpu-shim")
-        gap = self.cache_dir / "builds" / f"{key}.gap"
-        if gap.exists():  # decided before: this candidate needs more than the shim
-            raise _ShimGap(gap.read_text())
+        gap = self.store.get(f"{key}.gap")
+        if gap is not None:  # decided before: this candidate needs more than the shim
+            raise _ShimGap(gap.decode())
 
         def build(out: Path) -> None:
             try:
                 _lean_then_all_std(lambda all_std: self._compile_cpu_shim(
-                    cpu_shim_unit(cpp, functions, all_std=True)[0] if all_std else source, cflags, bridge, out))
+                    cpu_shim_unit(cpp, functions, all_std=True)[0] if all_std else source, cflags, bridge, out,
+                    runner))
             except _ShimGap as exc:
-                gap.parent.mkdir(parents=True, exist_ok=True)
-                gap.write_text(str(exc))
+                self.store.put(f"{key}.gap", str(exc).encode())
                 raise
 
-        return self._cached(key, build), namespace
+        return self._cached(key, build, runner), namespace
 
-    def _compile_cpu_shim(self, source: str, cflags: list[str], bridge: Path, out: Path) -> None:
-        src = out.with_suffix(".cpp")
+    def _compile_cpu_shim(self, source: str, cflags: list[str], bridge: Path, out: Path, runner) -> None:
+        src = runner.inbox / f"{out.stem}.cpp"
         src.write_text(source)
         cmd = [self.compiler, *_BASE_FLAGS, f"-I{SHIM_DIR}", *cflags, str(src), "-shared", "-o", str(out),
                f"-L{bridge}", "-lkd_bridge", f"-Wl,-rpath,{bridge}", "-Wl,--no-undefined"]
-        proc = self._run([cmd])[0]
-        src.unlink(missing_ok=True)
+        proc = self._run([cmd], runner)[0]
         if proc.returncode != 0:
             _build_failure(proc.stdout + proc.stderr, CANDIDATE_FILE, "cpu", "C++")
 
-    def _build_cpu_prelude(self, cpp: str, functions: list[str], cflags: list[str]) -> tuple[Path, str]:
+    def _build_cpu_prelude(self, cpp: str, functions: list[str], cflags: list[str], runner) -> tuple[str, str]:
         body = _blank(_TORCH_INCLUDE, cpp)
         namespace = "kd_" + _signature(body, *functions)
         source = ('#include "kd_prelude.h"\n'
@@ -450,16 +632,15 @@ class FastInlineBuilder:
                   f'#line 1 "{BINDINGS_FILE}"\n{BINDING_SUPPORT}\n'
                   + _registration(namespace, functions, ""))
         key = _signature(source, *cflags, torch.__version__, "cpu")
-        return self._cached(key, lambda out: self._compile_cpu(source, cflags, out)), namespace
+        return self._cached(key, lambda out: self._compile_cpu(source, cflags, out, runner), runner), namespace
 
-    def _compile_cpu(self, source: str, cflags: list[str], out: Path) -> None:
-        src = out.with_suffix(".cpp")
+    def _compile_cpu(self, source: str, cflags: list[str], out: Path, runner) -> None:
+        src = runner.inbox / f"{out.stem}.cpp"
         src.write_text(source)
         lib = Path(torch.__file__).parent / "lib"
         cmd = [self.compiler, *_BASE_FLAGS, f"-I{self.prelude_dir()}", *_torch_flags(), *cflags, str(src),
                "-shared", "-o", str(out), f"-L{lib}", "-lc10", "-ltorch_cpu", "-ltorch", f"-Wl,-rpath,{lib}"]
-        proc = self._run([cmd])[0]
-        src.unlink(missing_ok=True)
+        proc = self._run([cmd], runner)[0]
         if proc.returncode != 0:
             files = {m.group("file") for m in _ERROR_LINE.finditer(proc.stderr)}
             if files and files <= {BINDINGS_FILE}:
@@ -468,7 +649,7 @@ class FastInlineBuilder:
 
     # -- cuda --------------------------------------------------------------------------
     def _build_cuda(self, cpp: str, cuda: str, functions: list[str], cflags: list[str],
-                    cuda_flags: list[str]) -> tuple[Path, str]:
+                    cuda_flags: list[str], runner) -> tuple[str, str]:
         arch = self.cuda_arch or _device_arch()
         bridge = self._bridge_or_gap("cuda")
 
@@ -477,70 +658,82 @@ class FastInlineBuilder:
         def build(out: Path) -> None:
             _lean_then_all_std(lambda all_std: self._compile_cuda(
                 *(cuda_translation_units(cpp, cuda, functions, all_std=True)[:2] if all_std else (bindings, kernels)),
-                cflags, cuda_flags, arch, bridge, out))
+                cflags, cuda_flags, arch, bridge, out, runner))
 
         key = _signature(bindings, kernels, *cflags, *cuda_flags, arch, str(bridge), "cuda")
-        return self._cached(key, build), namespace
+        return self._cached(key, build, runner), namespace
 
     def _compile_cuda(self, bindings: str, kernels: str, cflags: list[str], cuda_flags: list[str], arch: str,
-                      bridge: Path, out: Path) -> None:
+                      bridge: Path, out: Path, runner) -> None:
         home = _cuda_home()
-        bind_src, cu_src = out.with_suffix(".bind.cpp"), out.with_suffix(".cu")
+        bind_src, cu_src = runner.inbox / f"{out.stem}.bind.cpp", runner.inbox / f"{out.stem}.cu"
         bind_obj, cu_obj = out.with_suffix(".bind.o"), out.with_suffix(".cu.o")
         bind_src.write_text(bindings)
         cu_src.write_text(kernels)
         nvcc = nvcc_command(cu_src, cu_obj, arch, cuda_flags)
         gxx = [self.compiler, *_BASE_FLAGS, f"-I{SHIM_DIR}", *_cuda_flags(), *cflags, "-c", str(bind_src),
                "-o", str(bind_obj)]
-        try:
-            nvcc_proc, gxx_proc = self._run([nvcc, gxx])  # in parallel: the two halves do not depend on each other
-            for proc, user_file in ((nvcc_proc, CANDIDATE_CUDA_FILE), (gxx_proc, CANDIDATE_FILE)):
-                if proc.returncode != 0:
-                    _build_failure(proc.stdout + proc.stderr, user_file, "CUDA", "CUDA/C++")
-            link = [self.compiler, "-shared", str(cu_obj), str(bind_obj), "-o", str(out), f"-L{bridge}",
-                    "-lkd_bridge", f"-Wl,-rpath,{bridge}", f"-L{home / 'lib64'}", "-lcudart", "-Wl,--no-undefined"]
-            proc = self._run([link])[0]
-            if proc.returncode != 0:  # e.g. a declared function never defined: let torch's path report it
-                raise _ShimGap(f"link failed: {_first_error(proc.stderr)}")
-        finally:
-            for path in (bind_src, cu_src, bind_obj, cu_obj):
-                path.unlink(missing_ok=True)
+        nvcc_proc, gxx_proc = self._run([nvcc, gxx], runner)  # in parallel: the halves do not depend on each other
+        for proc, user_file in ((nvcc_proc, CANDIDATE_CUDA_FILE), (gxx_proc, CANDIDATE_FILE)):
+            if proc.returncode != 0:
+                _build_failure(proc.stdout + proc.stderr, user_file, "CUDA", "CUDA/C++")
+        link = [self.compiler, "-shared", str(cu_obj), str(bind_obj), "-o", str(out), f"-L{bridge}",
+                "-lkd_bridge", f"-Wl,-rpath,{bridge}", f"-L{home / 'lib64'}", "-lcudart", "-Wl,--no-undefined"]
+        proc = self._run([link], runner)[0]
+        if proc.returncode != 0:  # e.g. a declared function never defined: let torch's path report it
+            raise _ShimGap(f"link failed: {_first_error(proc.stderr)}")
 
     # -- shared ------------------------------------------------------------------------
-    def _cached(self, key: str, build) -> Path:
-        out_dir = self.cache_dir / "builds"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        so_path = out_dir / f"{key}.so"
-        if so_path.exists():
+    def _cached(self, key: str, build, runner) -> str:
+        """`key` in the store, built by `build(out)` into the runner's outbox when it is not there yet."""
+        if self.store.get(key) is not None:
             self.stats.cache_hits += 1
-            return so_path
-        tmp = out_dir / f"{key}.{os.getpid()}.tmp.so"
+            return key
+        out = runner.outbox / f"{key}.so"
         start = time.perf_counter()
         try:
-            build(tmp)
+            build(out)
         finally:
             self.stats.seconds += time.perf_counter() - start
             self.stats.builds += 1
-        os.replace(tmp, so_path)
-        return so_path
+        self.store.put(key, _read_built(out))
+        return key
 
-    def _run(self, commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
-        procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
-        results = []
-        for cmd, proc in zip(commands, procs):
-            try:
-                stdout, stderr = proc.communicate(timeout=self.timeout_s)
-            except subprocess.TimeoutExpired:
-                for p in procs:
-                    p.kill()
-                raise BuildError(f"compilation exceeded {self.timeout_s:g} s", "")
-            results.append(subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr))
-        return results
+    def _run(self, commands: list[list[str]], runner) -> list[subprocess.CompletedProcess]:
+        return runner.run(commands, self.timeout_s)
 
-    def _fallback(self, reason: str, name, cpp_sources, **kwargs):
+    def _fallback(self, reason: str, request: BuildRequest, runner) -> Artifact:
+        """torch's own load_inline (full torch headers, pybind11), built through the runner."""
         self.stats.fallbacks += 1
         self.stats.fallback_reasons.append(reason)
-        return _ORIGINAL_LOAD_INLINE(name, cpp_sources, **kwargs)
+        kwargs = request.torch_kwargs()
+        key = _signature("torch", repr(sorted(kwargs.items(), key=lambda kv: kv[0])), torch.__version__,
+                         self.cuda_arch or "", "torch-load-inline")
+        if self.store.get(key) is None:
+            start = time.perf_counter()
+            try:
+                self.store.put(key, _read_built(runner.torch_build(kwargs, self.timeout_s)))
+            finally:
+                self.stats.seconds += time.perf_counter() - start
+                self.stats.builds += 1
+        else:
+            self.stats.cache_hits += 1
+        return Artifact(key=key, kind="module" if request.is_python_module else "ops", name=request.name,
+                        functions=request.functions, fallback=reason)
+
+
+def _file_digest(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").digest()
+
+
+def _read_built(path: Path) -> bytes:
+    """A shared object a build sandbox wrote: a regular file (not a link to anything of the host), bounded."""
+    with open_sandbox_file(path) as f:
+        data = f.read(MAX_ARTIFACT_BYTES + 1)
+    if len(data) > MAX_ARTIFACT_BYTES:
+        raise BuildError(f"the built library exceeds {MAX_ARTIFACT_BYTES >> 20} MB", "")
+    return data
 
 
 def _shim_bindings_unit(cpp: str, functions: list[str], namespace: str, includes: str, defines: str = "") -> str:

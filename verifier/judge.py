@@ -1,26 +1,24 @@
-"""Judge one candidate against one problem: static checks, sandboxed build and run,
-comparison, legality, timing -> a `Verdict`.
+"""Judge one candidate against one problem: static checks, sandboxed build and run, comparison,
+legality, timing -> a `Verdict`.
 
-The judge holds the reference and its outputs; the sandbox process (verifier/sandbox.py)
-holds only the candidate and the inputs of the current trial.
+The judge holds the reference's outputs and its own clock; the sandboxes hold untrusted code only
+(verifier/sandbox.py): the candidate with the inputs of the current trial, its compilers, and the
+reference program itself. What a sandbox reports is checked before it is believed: its messages are
+decoded weights-only and validated, its build requests are checked against the same rules as its
+source, its outputs are compared here, and its timing is held against the judge's clock.
 """
 
 from __future__ import annotations
 
 import ast
-import multiprocessing
 import itertools
-import os
 import re
-import shutil
-import signal
-import tempfile
 import threading
 import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +26,17 @@ import torch
 
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, VerdictCategory
-from verifier.fastbuild import compiler_errors
-from verifier.legality import check_source, forbidden_ops
-from verifier.reference import ReferenceRunner, compare_outputs, dumps, layout_mismatch, loads
-from verifier.tensor_io import TamperedData, describe, io_root, nbytes_of, read_tensors, same_bytes, write_tensors
+from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, LocalRunner, compiler_errors
+from verifier.legality import check_build_request, check_source, forbidden_ops
+from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
+from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStartError
+from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
+from verifier.timing import believed_seconds
 
 INIT_SEED = 42
 SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured before it is believed
 
-
-def _forkserver_context():
-    ctx = multiprocessing.get_context("forkserver")
-    # The server imports torch and the sandbox (warmed up) once; every sandbox forks from it in
-    # milliseconds. Nothing preloaded may probe CUDA, or forked sandboxes cannot use the GPU.
-    ctx.set_forkserver_preload(["torch", "verifier.sandbox"])
-    return ctx
+__all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
 
 
 class _Phases:
@@ -122,10 +116,6 @@ def _cuda_arch(device_index: int) -> str:
     return f"{major}{minor}"
 
 
-class SandboxStartError(RuntimeError):
-    """The sandbox never came up: an infrastructure fault, never the candidate's."""
-
-
 @dataclass
 class _Outcome:
     category: VerdictCategory
@@ -137,6 +127,36 @@ class _Outcome:
     speedup: float | None = None
     speedup_compile: float | None = None
     compile_seconds: float = 0.0
+    timing: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Trial:
+    seed: int
+    host_inputs: list[Any]  # tensors in host memory (what the data plane writes), other values as they are
+    expected: list[torch.Tensor]  # on the judge's device (cuda: the GPU), where the comparison runs
+
+
+@dataclass
+class _Reference:
+    init_inputs: list[Any]
+    trials: list[_Trial]
+
+
+@dataclass
+class _Baseline:
+    seconds: float  # median per call
+    overhead: float  # the timing harness's own cost per call (judge's clock minus the reported total)
+
+
+@dataclass
+class _Loading:
+    """What the judge saw while a candidate's module loaded: its builds and their failures."""
+
+    build_seconds: float = 0.0
+    build_log: str | None = None  # the last failed build's compiler output (the judge's own record)
+    runner: Any = None
+    fallbacks: list[str] = field(default_factory=list)
 
 
 class Judge:
@@ -150,20 +170,39 @@ class Judge:
         self.device = config.backend
         if self.device == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("verifier.backend is cuda but no CUDA device is visible; use backend: cpu")
-        self._references: dict[str, ReferenceRunner] = {}
-        self._ctx = _forkserver_context()
-        self._spares: dict[int, list[tuple[Any, Any]]] = {}
-        self._spares_lock = threading.Lock()
-        self._closed = False
+        self.sandboxes = SandboxFactory(config, self.cache_dir, self.device)
+        self._builders: dict[str | None, FastInlineBuilder] = {}
+        self._references: dict[tuple[str, int], _Reference] = {}
+        self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
+        self._locks: dict[tuple, threading.Lock] = {}
+        self._lock = threading.Lock()
 
-    def references(self, device_index: int) -> ReferenceRunner:
-        key = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
-        if key not in self._references:
-            self._references[key] = ReferenceRunner(key)
-        return self._references[key]
+    @property
+    def isolation(self) -> str:
+        return self.sandboxes.isolation.describe()
+
+    def spare_pids(self, device_index: int = 0) -> list[int]:
+        """Process ids of the live sandboxes waiting for a candidate on this device."""
+        return self.sandboxes.spare_pids(device_index)
+
+    def close(self) -> None:
+        """Stop the spare sandboxes (each judgement's own sandboxes are always stopped when it ends)."""
+        self.sandboxes.close()
 
     def device_name(self, device_index: int) -> str:
         return torch.cuda.get_device_name(device_index) if self.device == "cuda" else "cpu"
+
+    def _once(self, key: tuple) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def builder(self, device_index: int = 0) -> FastInlineBuilder:
+        arch = _cuda_arch(device_index) if self.device == "cuda" else None
+        with self._lock:
+            if arch not in self._builders:
+                self._builders[arch] = FastInlineBuilder(self.cache_dir, timeout_s=self.config.compile_timeout_s,
+                                                         cuda_arch=arch, fast=self.config.fast_build)
+            return self._builders[arch]
 
     # -- public ---------------------------------------------------------------------------
     def verify(self, problem: Problem, candidate: Candidate, devices: Devices | None = None) -> Verdict:
@@ -189,6 +228,7 @@ class Judge:
             device=self.device_name(device_index),
             rule=outcome.rule,
             phases=phases.seconds,
+            timing=outcome.timing,
         )
 
     # -- static checks: milliseconds, no process --------------------------------------------
@@ -209,159 +249,246 @@ class Judge:
             return _Outcome(VerdictCategory.compile_error, "the candidate defines no top-level class ModelNew")
         return None
 
+    # -- the reference: run once per problem and device, in its own sandbox ------------------
+    def reference(self, problem: Problem, device_index: int = 0) -> _Reference:
+        key = (problem.id, device_index)
+        with self._once(("reference", *key)):
+            if key not in self._references:
+                self._references[key] = self._run_reference(problem, device_index)
+            return self._references[key]
+
+    def _reference_box(self, problem: Problem, device_index: int, processes: bool = False) -> tuple[Sandbox, list]:
+        box = self.sandboxes.start("reference", device_index, processes=processes)
+        try:
+            box.start({"source": problem.reference, "device": self._device_str(device_index), "init_seed": INIT_SEED,
+                       "num_threads": 1})
+            msg = box.receive(self.config.run_timeout_s)
+            if msg is None or msg[0] != "init_inputs" or len(msg) != 2 or not isinstance(msg[1], list):
+                raise ReferenceError(f"problem {problem.name or problem.id}: the reference failed to load: "
+                                     f"{_reference_failure(msg, box)}")
+            return box, msg[1]
+        except BaseException:
+            box.close()
+            raise
+
+    def _device_str(self, device_index: int) -> str:
+        return "cuda" if self.device == "cuda" else "cpu"  # a cuda sandbox sees only its own GPU
+
+    def _reference_trial(self, box: Sandbox, problem: Problem, index: int) -> tuple[list[Any], list[torch.Tensor]]:
+        seed = trial_seed(problem.id, index, self.base_seed)
+        box.send(("trial", index, seed))
+        msg = box.receive(self.config.run_timeout_s)
+        if msg is None or msg[0] != "trial_out" or len(msg) != 3 or msg[1] != index or not isinstance(msg[2], dict):
+            raise ReferenceError(f"problem {problem.name or problem.id}: the reference failed in trial {index}: "
+                                 f"{_reference_failure(msg, box)}")
+        metas = msg[2]
+        try:
+            values = read_tensors(box.home.io_out / "trial.bin", [*metas["inputs"], *metas["expected"]],
+                                  self.config.memory_limit_mb << 20)
+        except (TamperedData, KeyError, TypeError, OSError) as exc:
+            raise ReferenceError(f"problem {problem.name or problem.id}: unreadable reference output ({exc})") from exc
+        n = len(metas["inputs"])
+        return values[:n], values[n:]
+
+    def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
+        device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
+        box, init_inputs = self._reference_box(problem, device_index)
+        try:
+            trials = []
+            for index in range(self.config.trials):
+                inputs, expected = self._reference_trial(box, problem, index)
+                trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), inputs,
+                                     [t.to(device) for t in expected]))
+        finally:
+            box.close()
+        return _Reference(init_inputs, trials)
+
+    def baseline(self, problem: Problem, device_index: int, compiled: bool = False) -> _Baseline | None:
+        """The reference timed the way candidates are (trial 0's inputs, same harness, the judge's clock
+        around it), eager or under torch.compile (None when torch.compile cannot take it)."""
+        key = (problem.id, device_index, compiled)
+        with self._once(("baseline", *key)):
+            if key not in self._baselines:
+                try:
+                    self._baselines[key] = self._time_reference(problem, device_index, compiled)
+                except ReferenceError:
+                    if not compiled:
+                        raise
+                    self._baselines[key] = None
+            return self._baselines[key]
+
+    def _time_reference(self, problem: Problem, device_index: int, compiled: bool) -> _Baseline:
+        cfg = self.config
+        box, _ = self._reference_box(problem, device_index, processes=compiled)  # inductor starts compilers
+        try:
+            self._reference_trial(box, problem, 0)
+            box.send(("time", 0, cfg.timing_warmup, cfg.timing_runs, compiled))
+            result = self._timed(box, self._timing_budget() * (20 if compiled else 1))
+            if result is None:
+                raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed")
+            claimed, total, window = result
+            return _Baseline(claimed, max(0.0, (window - total) / cfg.timing_runs))
+        finally:
+            box.close()
+
+    def _timing_budget(self) -> float:
+        return self.config.run_timeout_s * (self.config.timing_runs + self.config.timing_warmup)
+
+    def _timed(self, box: Sandbox, budget: float) -> tuple[float, float, float] | None:
+        """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls, the report
+        (its clock stops). (claimed median, claimed total, judge's window) or None."""
+        msg = box.receive(budget)
+        if msg != ("warm",):
+            return None
+        start = time.perf_counter()
+        box.send(("go",))
+        msg = box.receive(budget)
+        window = time.perf_counter() - start
+        if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict):
+            return None
+        seconds, total = msg[1].get("seconds"), msg[1].get("total")
+        if not isinstance(seconds, float) or not isinstance(total, float) or seconds < 0 or total < 0:
+            return None
+        return seconds, total, window
+
     # -- sandboxed build and run ----------------------------------------------------------
     def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
                  phases: _Phases) -> _Outcome:
-        cfg = self.config
-        scratch = Path(tempfile.mkdtemp(prefix=f"cand-{candidate.id[:8]}-", dir=self._scratch_root()))
-        io_dir = Path(tempfile.mkdtemp(prefix=f"kd-io-{candidate.id[:8]}-", dir=io_root(scratch)))
-        job = {
-            "source": candidate.source,
-            "scratch_dir": str(scratch),
-            "io_dir": str(io_dir),
-            "build_cache_dir": str(self.cache_dir),
-            "fast_build": cfg.fast_build,
-            "memory_limit_mb": cfg.memory_limit_mb,
-            "device": self.device,
-            "init_inputs": dumps(self.references(0).init_inputs(problem)),
-            "init_seed": INIT_SEED,
-            "compile_timeout_s": cfg.compile_timeout_s,
-            "cuda_arch": _cuda_arch(device_index) if self.device == "cuda" else None,
-        }
-        proc, parent_conn = self._take_sandbox(device_index)
+        reference = self.reference(problem, device_index)
+        phases.mark("reference")
+        box = self.sandboxes.take_run_sandbox(device_index)
+        loading = _Loading()
         try:
-            parent_conn.send(job)
-            return self._drive(proc, parent_conn, problem, scratch, io_dir, candidate.source, devices, device_index,
-                               phases)
+            box.start({"source": candidate.source, "device": self._device_str(device_index),
+                       "init_inputs": dumps(reference.init_inputs), "init_seed": INIT_SEED, "num_threads": 1})
+            phases.mark("start")
+            return self._drive(box, problem, candidate.source, reference, devices, device_index, phases, loading)
         finally:
-            _terminate(proc, parent_conn)
-            shutil.rmtree(scratch, ignore_errors=True)
-            shutil.rmtree(io_dir, ignore_errors=True)
+            box.close()
+            if loading.runner is not None:
+                loading.runner.close()
             phases.mark("teardown")
 
-    # -- sandboxes started ahead ------------------------------------------------------------
-    def _start_sandbox(self, device_index: int) -> tuple[Any, Any]:
-        from verifier.sandbox import spare_main
-
-        parent_conn, child_conn = self._ctx.Pipe()
-        proc = self._ctx.Process(target=spare_main, args=(child_conn, self.device, device_index), daemon=True)
-        proc.start()
-        child_conn.close()
-        return proc, parent_conn
-
-    def _take_sandbox(self, device_index: int) -> tuple[Any, Any]:
-        """A spare sandbox for this device if one is waiting (its replacement starts in the background),
-        else a fresh one."""
-        taken = None
-        with self._spares_lock:
-            spares = self._spares.setdefault(device_index, [])
-            while spares and taken is None:
-                proc, conn = spares.pop(0)
-                if proc.is_alive():
-                    taken = (proc, conn)
-                else:
-                    conn.close()
-        if self.config.spare_sandboxes:
-            threading.Thread(target=self._refill, args=(device_index,), daemon=True).start()
-        return taken or self._start_sandbox(device_index)
-
-    def _refill(self, device_index: int) -> None:
-        with self._spares_lock:
-            wanted = self.config.spare_sandboxes - len(self._spares.setdefault(device_index, []))
-        for _ in range(max(0, wanted)):
-            sandbox = self._start_sandbox(device_index)
-            with self._spares_lock:
-                if self._closed or len(self._spares[device_index]) >= self.config.spare_sandboxes:
-                    _terminate(*sandbox)
-                    return
-                self._spares[device_index].append(sandbox)
-
-    def spare_pids(self, device_index: int = 0) -> list[int]:
-        """Process ids of the live sandboxes waiting for a candidate on this device."""
-        with self._spares_lock:
-            return [proc.pid for proc, _ in self._spares.get(device_index, []) if proc.is_alive()]
-
-    def close(self) -> None:
-        """Stop the spare sandboxes (each judgement's own sandbox is always stopped when it ends)."""
-        with self._spares_lock:
-            self._closed = True
-            spares = [s for group in self._spares.values() for s in group]
-            self._spares.clear()
-        for proc, conn in spares:
-            _terminate(proc, conn)
-
-    def _scratch_root(self) -> Path:
-        root = self.cache_dir / "scratch"
-        root.mkdir(parents=True, exist_ok=True)
-        return root
-
-    def _drive(self, proc, conn, problem: Problem, scratch: Path, io_dir: Path, candidate_source: str,
-               devices: Devices, device_index: int, phases: _Phases) -> _Outcome:
-        cfg = self.config
-        hello = _receive(proc, conn, 120.0)
-        phases.mark("start")
-        if hello is None or hello[0] != "hello":
-            raise SandboxStartError(f"the sandbox process failed to start (got {hello!r}); if you run the verifier "
-                                    "from a script, guard its entry point with `if __name__ == '__main__':`")
-        msg = _receive(proc, conn, cfg.compile_timeout_s)
+    def _drive(self, box: Sandbox, problem: Problem, source: str, reference: _Reference, devices: Devices,
+               device_index: int, phases: _Phases, loading: _Loading) -> _Outcome:
+        outcome = self._load(box, source, device_index, loading)
         phases.mark("build")
-        if msg is None:
-            return _Outcome(VerdictCategory.timeout, f"building and loading the candidate took longer than "
-                            f"{cfg.compile_timeout_s:g} s", compile_seconds=cfg.compile_timeout_s)
-        if msg[0] == "died":
-            return _Outcome(VerdictCategory.runtime_error, _death_detail(msg[1], scratch, "while loading"))
-        if msg[0] == "garbled" or not _well_formed_load_reply(msg):
-            return _tampered(str(msg[1] if msg[0] == "garbled" else msg)[:120], 0.0)
-        if msg[0] == "load_error":
-            info = msg[1]
-            if info["kind"] == "compile":
-                errors = [map_native_line(e, candidate_source) for e in compiler_errors(info["log"])]
-                text = "\n".join(errors) if errors else info["log"][-1500:]
-                return _Outcome(VerdictCategory.compile_error, f"compilation failed:\n{text}",
-                                compile_seconds=info.get("seconds", 0.0))
-            if info["kind"] == "harness":
-                raise RuntimeError(f"sandbox setup failed: {info['message']}")
-            if info["kind"] == "init":
-                return _Outcome(VerdictCategory.runtime_error, f"error while constructing ModelNew:\n{info['message']}",
-                                compiled=True, compile_seconds=info.get("seconds", 0.0))
-            return _Outcome(VerdictCategory.compile_error, f"error while loading the module:\n{info['message']}",
-                            compile_seconds=info.get("seconds", 0.0))
-        compile_seconds = msg[1]["compile_seconds"]
-        references = self.references(device_index)
-        trials = [references.trial(problem, k, self.base_seed, INIT_SEED) for k in range(cfg.trials)]
-        phases.mark("reference")
+        if isinstance(outcome, _Outcome):
+            return outcome
+        compile_seconds = outcome
         with devices.trials(device_index):
-            outcome = self._trials(proc, conn, trials, scratch, io_dir, compile_seconds)
+            outcome = self._trials(box, reference.trials, compile_seconds)
         phases.mark("trials")
         if outcome is not None:
             return outcome
         with devices.timing(device_index):
             phases.mark("wait_for_device")
-            speedup, speedup_compile = self._speedup(proc, conn, problem, trials[0], references, io_dir)
+            speedup, speedup_compile, timing = self._speedup(box, problem, reference.trials[0], device_index)
         phases.mark("timing")
-        detail = f"all {len(trials)} trials correct"
+        detail = f"all {len(reference.trials)} trials correct"
         if speedup:
             detail += f"; speedup vs eager {speedup:.2f}x"
         if speedup_compile:
             detail += f", vs torch.compile {speedup_compile:.2f}x"
         return _Outcome(VerdictCategory.passed, detail, compiled=True, q=1.0, speedup=speedup,
-                        speedup_compile=speedup_compile, compile_seconds=compile_seconds)
+                        speedup_compile=speedup_compile, compile_seconds=compile_seconds, timing=timing)
 
-    def _trials(self, proc, conn, trials, scratch: Path, io_dir: Path, compile_seconds: float) -> _Outcome | None:
+    def _load(self, box: Sandbox, source: str, device_index: int, loading: _Loading) -> _Outcome | float:
+        """Serve the candidate's builds until its ModelNew is constructed. Build time counts against
+        compile_timeout_s; everything else it does meanwhile (its module's code, ModelNew's __init__)
+        against run_timeout_s. Returns the compile seconds, or the outcome if it failed."""
+        cfg = self.config
+        deadline = time.monotonic() + cfg.run_timeout_s
+        while True:
+            msg = box.receive(max(0.0, deadline - time.monotonic()))
+            if msg is None:
+                return _Outcome(VerdictCategory.timeout, f"loading the module and constructing ModelNew took longer "
+                                f"than {cfg.run_timeout_s:g} s (builds not counted)",
+                                compile_seconds=loading.build_seconds)
+            if msg[0] == "build":
+                started = time.monotonic()
+                illegal = self._serve_build(box, msg, source, device_index, loading)
+                spent = time.monotonic() - started
+                loading.build_seconds += spent
+                deadline += spent
+                if illegal is not None:
+                    return illegal
+                if loading.build_seconds > cfg.compile_timeout_s:
+                    return _Outcome(VerdictCategory.timeout, f"building the candidate took longer than "
+                                    f"{cfg.compile_timeout_s:g} s", compile_seconds=loading.build_seconds)
+                continue
+            if msg == ("loaded",):
+                continue
+            if msg[0] == "died":
+                return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], "while loading"),
+                                compile_seconds=loading.build_seconds)
+            if msg[0] == "garbled" or not _well_formed_load_reply(msg):
+                return _tampered(str(msg[1] if msg[0] == "garbled" else msg)[:120], loading.build_seconds)
+            info = msg[1]
+            if msg[0] == "ready":
+                return loading.build_seconds
+            if info["kind"] == "compile" and loading.build_log is not None:
+                errors = [map_native_line(e, source) for e in compiler_errors(loading.build_log)]
+                text = "\n".join(errors) if errors else loading.build_log[-1500:]
+                return _Outcome(VerdictCategory.compile_error, f"compilation failed:\n{text}",
+                                compile_seconds=loading.build_seconds)
+            if info["kind"] == "harness":
+                raise RuntimeError(f"sandbox setup failed: {info['message']}")
+            if info["kind"] == "init":
+                return _Outcome(VerdictCategory.runtime_error, f"error while constructing ModelNew:\n{info['message']}",
+                                compiled=True, compile_seconds=loading.build_seconds)
+            return _Outcome(VerdictCategory.compile_error, f"error while loading the module:\n{info['message']}",
+                            compile_seconds=loading.build_seconds)
+
+    def _serve_build(self, box: Sandbox, msg: tuple, source: str, device_index: int,
+                     loading: _Loading) -> _Outcome | None:
+        """Build one load_inline call of the candidate, after the same checks its source passed; hand its
+        sandbox a copy of the shared object. An outcome only when the request itself is illegal."""
+        if len(msg) != 3 or not isinstance(msg[1], list) or not isinstance(msg[2], dict):
+            return _tampered(f"malformed build request {str(msg)[:80]}", loading.build_seconds)
+        try:
+            request = BuildRequest.from_call(msg[1], msg[2])
+        except (TypeError, ValueError) as exc:
+            box.send(("call_error", str(exc)[:500]))
+            return None
+        violations = check_build_request(request)
+        if violations:
+            v = violations[0]
+            return _Outcome(VerdictCategory.illegal, f"illegal ({v.rule}): {v.message}", legal=False, rule=v.rule,
+                            compile_seconds=loading.build_seconds)
+        if loading.runner is None:
+            loading.runner = LocalRunner() if self.config.isolation == "none" else \
+                self.sandboxes.build_runner(device_index, _cuda_arch(device_index) if self.device == "cuda" else None)
+        try:
+            artifact = self.builder(device_index).build(request, loading.runner)
+        except BuildError as exc:
+            loading.build_log = exc.log or str(exc)
+            box.send(("build_error", str(exc)[:500]))
+            return None
+        if artifact.fallback:
+            loading.fallbacks.append(artifact.fallback)
+        path = box.home.lib / f"{artifact.key}.so"
+        if not path.exists():
+            path.write_bytes(self.builder(device_index).artifact_bytes(artifact))
+        box.send(("built", artifact.describe(), str(path)))
+        return None
+
+    def _trials(self, box: Sandbox, trials: list[_Trial], compile_seconds: float) -> _Outcome | None:
         """Run the correctness trials; an outcome if the candidate failed, else None."""
         cfg = self.config
         passed = 0
         first_failure = ""
-        earlier: list[tuple[Any, list[torch.Tensor]]] = []  # (trial, candidate outputs) seen so far
+        earlier: list[tuple[_Trial, list[torch.Tensor]]] = []  # (trial, candidate outputs) seen so far
         compiled = dict(compiled=True, compile_seconds=compile_seconds)
+        inputs_path, outputs_path = box.home.io_in / "inputs.bin", box.home.io_out / "outputs.bin"
         for index, trial in enumerate(trials):
-            conn.send(("trial", index, write_tensors(io_dir / "inputs.bin", trial.host_inputs())))
-            msg = _receive(proc, conn, cfg.run_timeout_s)
+            box.send(("trial", index, write_tensors(inputs_path, trial.host_inputs)))
+            msg = box.receive(cfg.run_timeout_s)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
                                 f"{cfg.run_timeout_s:g} s", **compiled)
             if msg[0] == "died":
-                return _Outcome(VerdictCategory.runtime_error, _death_detail(msg[1], scratch, f"in trial {index}"),
+                return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], f"in trial {index}"),
                                 **compiled)
             if msg[0] == "trial_error":
                 return _Outcome(VerdictCategory.runtime_error, f"trial {index}: forward raised:\n{msg[2]}", **compiled)
@@ -372,23 +499,22 @@ class Judge:
                     rule, detail = illegal
                     return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {detail}", legal=False, rule=rule,
                                     **compiled)
-                host_inputs = [x for x in trial.host_inputs() if isinstance(x, torch.Tensor)]
-                after = read_tensors(io_dir / "outputs.bin", result["inputs_after"], nbytes_of(host_inputs))
+                host_inputs = [x for x in trial.host_inputs if isinstance(x, torch.Tensor)]
+                after = read_tensors(outputs_path, result["inputs_after"], nbytes_of(host_inputs))
                 if len(after) != len(host_inputs) or not all(map(same_bytes, host_inputs, after)):
                     return _Outcome(VerdictCategory.illegal, "illegal (input-mutation): forward modified its input "
                                     "tensors in place", legal=False, rule="input-mutation", **compiled)
                 mismatch = layout_mismatch(trial.expected, describe(result["outputs"]))
                 if mismatch is None:
                     outputs = [o.to(e.device) for o, e in zip(
-                        read_tensors(io_dir / "outputs.bin", result["outputs"], nbytes_of(trial.expected)),
-                        trial.expected)]
+                        read_tensors(outputs_path, result["outputs"], nbytes_of(trial.expected)), trial.expected)]
                     if _replays_earlier_output(trial, outputs, earlier):
                         return _Outcome(VerdictCategory.illegal, f"illegal (output-caching): trial {index} returned "
                                         "the same output as an earlier trial for different inputs", legal=False,
                                         rule="output-caching", **compiled)
                     earlier.append((trial, outputs))
                     mismatch = compare_outputs(trial.expected, outputs, cfg.tolerance)
-            except TamperedData as exc:
+            except (TamperedData, OSError) as exc:
                 return _tampered(str(exc), compile_seconds)
             if mismatch is None:
                 passed += 1
@@ -412,95 +538,45 @@ class Judge:
             return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
         return None
 
-    def _speedup(self, proc, conn, problem: Problem, trial, references: ReferenceRunner,
-                 io_dir: Path) -> tuple[float | None, float | None]:
-        """Candidate and baselines timed the same way; an implausible speedup is measured once more."""
+    def _speedup(self, box: Sandbox, problem: Problem, trial: _Trial,
+                 device_index: int) -> tuple[float | None, float | None, dict[str, float]]:
+        """Candidate and baselines timed the same way, each under the judge's own clock; an implausible
+        speedup is measured once more."""
         cfg = self.config
-        budget = cfg.run_timeout_s * (cfg.timing_runs + cfg.timing_warmup)
-        eager = references.baseline_seconds(problem, trial.inputs, INIT_SEED, cfg.timing_warmup, cfg.timing_runs)
-        compiled = None
-        if self.device == "cuda" and cfg.compare_torch_compile:
-            compiled = references.baseline_seconds(problem, trial.inputs, INIT_SEED, cfg.timing_warmup,
-                                                   cfg.timing_runs, compiled=True)
-        measured: list[float] = []
-        metas = write_tensors(io_dir / "inputs.bin", trial.host_inputs())  # the trials left their own there
+        eager = self.baseline(problem, device_index)
+        compiled = self.baseline(problem, device_index, compiled=True) \
+            if self.device == "cuda" and cfg.compare_torch_compile else None
+        metas = write_tensors(box.home.io_in / "inputs.bin", trial.host_inputs)  # the trials left their own there
+        believed: list[float] = []
+        check = None
         for _ in range(2):
-            conn.send(("time", metas, cfg.timing_warmup, cfg.timing_runs))
-            msg = _receive(proc, conn, budget)
-            if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict) \
-                    or not isinstance(msg[1].get("seconds"), float):
-                return None, None
-            measured.append(msg[1]["seconds"])
-            if eager / max(measured[-1], 1e-9) <= SPEEDUP_SANITY_BOUND:
+            box.send(("time", metas, cfg.timing_warmup, cfg.timing_runs))
+            result = self._timed(box, self._timing_budget())
+            if result is None:
+                return None, None, {}
+            claimed, _, window = result
+            check = believed_seconds(claimed, window, cfg.timing_runs, eager.overhead, rel_noise=cfg.timing_noise)
+            believed.append(check.seconds)
+            if eager.seconds / max(believed[-1], 1e-9) <= SPEEDUP_SANITY_BOUND:
                 break
-        seconds = max(measured)  # when re-measured, believe the slower
-        return eager / max(seconds, 1e-9), (compiled / max(seconds, 1e-9)) if compiled else None
+        seconds = max(believed)  # when re-measured, believe the slower
+        timing = {"claimed_s": check.claimed, "outside_s": check.outside, "believed_s": seconds,
+                  "eager_s": eager.seconds, "overruled": float(check.overruled)}
+        return eager.seconds / max(seconds, 1e-9), (compiled.seconds / max(seconds, 1e-9)) if compiled else None, \
+            timing
 
 
-MAX_MESSAGE_BYTES = 64 << 20  # control messages are small; tensors travel through verifier/tensor_io.py
+def _reference_failure(msg, box: Sandbox) -> str:
+    if msg is None:
+        return "it did not answer in time"
+    if msg[0] == "died":
+        return box.death_detail(msg[1], "").replace("the candidate process", "the reference process")
+    if msg[0] == "reference_error" and len(msg) == 2:
+        return str(msg[1])[-1500:]
+    return f"unexpected reply {str(msg)[:120]}"
 
 
-def _receive(proc, conn, timeout_s: float):
-    """Next message from the sandbox, ("died", exitcode) if it died, ("garbled", why) if it is not one
-    the sandbox's own code sends, None on timeout. Decoded weights-only: a candidate that writes its
-    own bytes into the pipe cannot make the judge run code."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return None
-        if conn.poll(min(remaining, 0.5)):
-            try:
-                blob = conn.recv_bytes(MAX_MESSAGE_BYTES)
-            except (EOFError, OSError):
-                proc.join(timeout=5)
-                return ("died", proc.exitcode)
-            try:
-                message = loads(blob)
-            except Exception as exc:
-                return ("garbled", f"undecodable message ({type(exc).__name__})")
-            if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
-                return ("garbled", f"malformed message {str(message)[:80]!r}")
-            return message
-        if not proc.is_alive():
-            if conn.poll(0):
-                continue
-            return ("died", proc.exitcode)
-
-
-def _death_detail(exitcode: int | None, scratch: Path, when: str) -> str:
-    if exitcode is not None and exitcode < 0:
-        try:
-            how = f"was killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            how = f"was killed by signal {-exitcode}"
-    else:
-        how = f"exited with code {exitcode} without reporting"
-    log = ""
-    log_path = scratch / "candidate.log"
-    if log_path.exists():
-        log = log_path.read_text(errors="replace")[-800:].strip()
-    return f"the candidate process {how} {when}" + (f"; its last output:\n{log}" if log else "")
-
-
-def _terminate(proc, conn) -> None:
-    try:
-        if proc.is_alive():
-            conn.send(("stop",))
-            proc.join(timeout=2)
-    except (OSError, BrokenPipeError, ValueError):
-        pass
-    if proc.is_alive() or proc.exitcode is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.kill()
-        proc.join(timeout=5)
-    conn.close()
-
-
-def _replays_earlier_output(trial, outputs: list[torch.Tensor], earlier) -> bool:
+def _replays_earlier_output(trial: _Trial, outputs: list[torch.Tensor], earlier) -> bool:
     """Same candidate output as an earlier trial although the reference's outputs differ."""
     for old_trial, old_outputs in earlier:
         same_candidate = len(old_outputs) == len(outputs) and all(

@@ -84,6 +84,10 @@ def forbidden_ops(ops: dict[str, int]) -> list[str]:
 _FORBIDDEN_MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "signal",
                       "threading", "multiprocessing", "pickle", "marshal", "socket", "sys", "unittest",
                       "concurrent", "shutil", "pathlib", "io", "tempfile", "triton", "numba", "cupy", "jax",
+                      # raw memory, processes, the interpreter's machinery, attribute access by name
+                      "mmap", "resource", "fcntl", "posix", "pty", "select", "selectors", "asyncio", "_thread",
+                      "faulthandler", "site", "runpy", "code", "codeop", "types", "operator", "copyreg", "dis",
+                      "weakref", "atexit", "sysconfig", "pyseccomp",
                       # the harness itself
                       "verifier", "training", "tasks", "flows", "warehouse", "schemas", "operators"}
 _HOST_COMPUTE_MODULES = {"numpy", "scipy", "math"}  # math is fine for constants, not as a module of kernels
@@ -92,7 +96,14 @@ _OS_CALLS = {"system", "fork", "forkpty", "popen", "execv", "execve", "execvp", 
 _DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "setattr", "delattr", "globals", "vars", "locals",
                   "breakpoint", "open", "getattr"}
 _DUNDER_ESCAPES = {"__globals__", "__code__", "__subclasses__", "__dict__", "f_globals", "f_back", "__closure__",
-                   "__builtins__", "__import__", "__loader__", "__reduce__", "__class__"}
+                   "__builtins__", "__import__", "__loader__", "__reduce__", "__class__", "__mro__", "__bases__",
+                   "__base__", "__self__", "__func__", "__spec__", "__getattribute__", "gi_frame", "cr_frame",
+                   "tb_frame", "f_locals", "co_code"}
+# Attribute names that reach the interpreter or other modules whatever object they hang off
+# (`os.sys.modules`, `torch.utils.cpp_extension.os`): frames, module tables, the dispatcher's modes.
+_ESCAPE_ATTRIBUTES = {"sys", "modules", "_getframe", "load_library", "classes", "library", "overrides"}
+# Format strings read attributes too: "{0.__globals__}".format(f)
+_FORMAT_ESCAPE = re.compile(r"\{[^{}]*\.(__\w+__|f_\w+|gi_\w+)")
 _COMPILERS = {"compile", "jit", "_dynamo", "_inductor", "fx", "export", "_C", "_ops"}
 # torch.* calls ModelNew.forward may make: allocation and views (DESIGN.md §4).
 _FORWARD_GLUE = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "tensor", "as_strided", "reshape",
@@ -120,6 +131,10 @@ _CPP_COMPUTE_METHODS = (
     "maximum|minimum|floor|ceil|round|sin|cos|erf|index_select|gather|scatter|masked_fill|triu|tril|addcmul")
 _CPP_METHOD_CALL = re.compile(r"(?<![:\w])\.\s*(" + _CPP_COMPUTE_METHODS + r")\s*\(")
 _CPP_NAMESPACE_CALL = re.compile(r"\b(?:torch|at)::(\w+)\s*[(<]")
+# ATen's per-backend entry points skip the dispatcher, so no run-time trace would see them
+_ATEN_DIRECT = re.compile(r"\b(?:at|torch)::(?:native|cpu|cuda|_ops|compositeexplicitautograd|"
+                          r"compositeimplicitautograd|meta)::(?!getCurrentCUDAStream|CUDAGuard|OptionalCUDAGuard|"
+                          r"CUDAStream|getDefaultCUDAStream|current_device|device_count)\w+")
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -154,6 +169,7 @@ class _Checker(ast.NodeVisitor):
             elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
                 self.torch_names |= {a.asname or a.name for a in node.names}
         self.in_forward = 0
+        self._called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
 
     def add(self, rule: str, message: str) -> None:
         self.found.append(Violation(rule, message))
@@ -164,6 +180,10 @@ class _Checker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self._module(node.module or "")
+        if (node.module or "").startswith("torch"):
+            for alias in node.names:
+                if alias.name.startswith("_") or alias.name in {"library", "overrides", "classes"}:
+                    self.add("torch-internals", f"imports {node.module}.{alias.name}: torch internals are off limits")
         if node.module == "os":
             for alias in node.names:
                 if alias.name in _PROCESS_CALLS | _OS_CALLS:
@@ -178,6 +198,10 @@ class _Checker(ast.NodeVisitor):
         parts = name.split(".")
         if parts[0] == "torch" and len(parts) > 1 and parts[1] in _COMPILERS:
             self.add("torch-compile", f"imports {name!r}: compiled torch code is not your kernel")
+        elif parts[0] == "torch" and (any(p.startswith("_") for p in parts[1:])
+                                      or set(parts[1:]) & {"library", "overrides", "classes"}):
+            self.add("torch-internals", f"imports {name!r}: torch internals (dispatcher, modes, op registration) "
+                                        "are off limits")
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         forward = node.name == "forward"
@@ -254,11 +278,75 @@ class _Checker(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _DUNDER_ESCAPES:
             self.add("dynamic-code", f"uses .{node.attr}")
+        elif node.attr in _ESCAPE_ATTRIBUTES and not (node.attr == "modules" and self._is_method_call(node)):
+            self.add("dynamic-code", f"uses .{node.attr}: interpreter and dispatcher internals are off limits")
+        dotted = _dotted(node)
+        if dotted and dotted[0] in self.torch_names and any(
+                part.startswith("_") and not (part.startswith("__") and part.endswith("__")) for part in dotted[1:]):
+            self.add("torch-internals", f"uses {'.'.join(dotted)}: private torch internals (dispatcher, modes, "
+                                        "the C extension) are off limits")
         self.generic_visit(node)
 
+    def _is_method_call(self, node: ast.Attribute) -> bool:
+        """`x.modules()` on a module of the candidate's own (nn.Module.modules) rather than `sys.modules`."""
+        return id(node) in self._called and not (isinstance(node.value, ast.Attribute) and node.value.attr == "sys")
 
-def check_native_source(text: str) -> list[Violation]:
-    """Rules over C++/CUDA text: library math, ATen compute calls, side streams."""
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and _FORMAT_ESCAPE.search(node.value):
+            self.add("dynamic-code", "a format string reads a dunder or frame attribute")
+
+
+# Mechanisms native code has no business using in a kernel: each one is how a candidate reaches the
+# interpreter, the harness, other processes or the machine. The sandbox's OS walls stop them too; these
+# rules name them, so the verdict says what was tried.
+_INTERPRETER_API = re.compile(r"#\s*include\s*[<\"]Python\.h|(?<![\w.])Py[A-Z]\w*\s*\(|\b_?Py_\w+\b|"
+                              r"\b(?:pybind11|py)::(?:exec|eval|eval_file|globals|module_?::import|import)\b")
+_SYSTEM_HEADERS = re.compile(r"#\s*include\s*[<\"](?:sys/|netinet/|arpa/|linux/|asm/|"
+                             r"(?:unistd|dlfcn|spawn|signal|fcntl|link|elf|netdb|ucontext|setjmp|seccomp|sched|"
+                             r"pthread)\.h|csignal|csetjmp)[^>\"]*[>\"]")
+_SYSTEM_CALLS = re.compile(r"(?<![\w.>])(?:fork|vfork|execve?|execl[pe]?|execvp?e?|system|popen|posix_spawnp?|"
+                           r"clone3?|kill|tgkill|ptrace|socket|socketpair|sendto|sendmsg|syscall|setns|"
+                           r"unshare|mount|prctl|seccomp|dlopen|dlmopen|dlsym|dlvsym|mprotect|memfd_create|"
+                           r"process_vm_writev|process_vm_readv|setsid|daemon|raise|abort|exit|_exit|quick_exit)"
+                           r"\s*\(")
+_PROC_PATH = re.compile(r"/proc\b|/dev/(?:mem|kmem|nvidia)|/sys/")
+_INLINE_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b\s*(?:volatile|__volatile__|goto)?\s*\(")
+_ASM_TEMPLATE = re.compile(r'\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
+_PTX_STATEMENT = re.compile(r"^(?:@!?%?\w+\s+)?(?:[a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)+|\.reg\b|\.pred\b|\.shared\b|"
+                            r"[{}]|\w+:)")
+
+# Compiler flags a candidate may pass (extra_cflags / extra_cuda_cflags). Anything else, and any linker
+# flag or include path, is refused on both build paths: flags can load plug-ins, run wrappers, read
+# files, or link library math.
+_C_FLAGS = re.compile(r"-O(?:[0-3sgz]|fast)?|-std=(?:c|gnu)\+\+\d\w*|-D\w+(?:=[\w.+\-]*)?|-U\w+|-w|"
+                      r"-W(?!l,|a,|p,)[\w=+-]+|-g\d?|-march=[\w-]+|-mtune=[\w-]+|-m(?:avx\w*|fma|sse\w*|f16c|bmi2?|"
+                      r"popcnt|no-\w+)|-ffast-math|-fopenmp|-funroll-loops|-fno-[\w-]+|-fPIC|-fpermissive|"
+                      r"-ftree-vectorize|-fvisibility=\w+|-pthread")
+_CUDA_FLAGS = re.compile(r"-O\d|--?use_fast_math|-lineinfo|--?expt-relaxed-constexpr|--?expt-extended-lambda|"
+                         r"--?extended-lambda|-std=c\+\+\d+|-D\w+(?:=[\w.+\-]*)?|-U\w+|-w|--?restrict|-res-usage|"
+                         r"--?resource-usage|-ftz=(?:true|false)|-prec-(?:div|sqrt)=(?:true|false)|"
+                         r"-fmad=(?:true|false)|--?maxrregcount[= ]?\d+|-arch=(?:sm|compute)_\d+a?|"
+                         r"--gpu-architecture=(?:sm|compute)_\d+a?|-gencode=arch=compute_\d+a?,code=(?:sm|compute)_\d+a?|"
+                         r"-Xptxas(?:=|\s+)?(?:-v|-O\d|--warn-on-spills|-dlcm=\w+)(?:,(?:-v|-O\d|--warn-on-spills))*|"
+                         r"--ptxas-options=(?:-v|-O\d)(?:,(?:-v|-O\d))*|-Xcompiler(?:=|\s+)?[\w=,+-]*|--?keep|-G")
+_LINK_FLAGS = {"-lcudart", "-lcuda", "-lgomp", "-lm", "-fopenmp", "-lpthread"}
+
+
+def _asm_is_harmless(text: str, start: int, device: bool) -> bool:
+    """The asm statement at `start` is empty (a compiler barrier) or, in device code, PTX (every instruction
+    a dotted PTX mnemonic): host assembly never has a dot in its mnemonic, so neither can be a system call."""
+    m = _ASM_TEMPLATE.match(text, text.index("(", start))
+    if not m:
+        return False
+    template = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))).replace("\\n", "\n").replace("\\t", " ")
+    statements = [st.strip() for st in re.split(r"[;\n]", template) if st.strip()]
+    return not statements or (device and all(_PTX_STATEMENT.match(st) for st in statements))
+
+
+def check_native_source(text: str, cuda: bool | None = None) -> list[Violation]:
+    """Rules over C++/CUDA text: library math, ATen compute calls, side streams, and the mechanisms that
+    reach the interpreter, other processes or the machine. `cuda`: the text is a .cu (PTX inline assembly
+    allowed); None when it is not known (a string constant of the candidate's Python)."""
     found = []
     m = _LIBRARY_INCLUDES.search(text) or _LIBRARY_CALLS.search(text)
     if m:
@@ -269,6 +357,10 @@ def check_native_source(text: str) -> list[Violation]:
             found.append(Violation("torch-compute", f"calls {m.group(0).rstrip('(<')} in C++: the computation must be "
                                                     "done by your own kernel"))
             break
+    m = _ATEN_DIRECT.search(text)
+    if m:
+        found.append(Violation("torch-compute", f"calls ATen's kernels directly ({m.group(0)}): the computation must "
+                                                "be done by your own kernel"))
     m = _CPP_METHOD_CALL.search(text)
     if m:
         found.append(Violation("torch-compute", f"calls tensor method .{m.group(1)}() in C++: the computation must "
@@ -276,7 +368,44 @@ def check_native_source(text: str) -> list[Violation]:
     m = _SIDE_STREAMS.search(text)
     if m:
         found.append(Violation("side-stream", f"uses {m.group(1)}: work on side streams escapes the harness"))
+    m = _INTERPRETER_API.search(text)
+    if m:
+        found.append(Violation("interpreter-api", f"uses the Python interpreter from native code ({m.group(0).strip()})"))
+    m = _SYSTEM_HEADERS.search(text) or _SYSTEM_CALLS.search(text)
+    if m:
+        found.append(Violation("system-api", f"uses operating-system interfaces ({m.group(0).strip().rstrip('(')}): "
+                                             "a kernel needs none"))
+    m = _PROC_PATH.search(text)
+    if m:
+        found.append(Violation("system-api", f"names a system path ({m.group(0)})"))
+    device = bool(cuda) or (cuda is None and "__global__" in text)
+    for m in _INLINE_ASM.finditer(text):
+        if not _asm_is_harmless(text, m.start(), device):
+            found.append(Violation("inline-asm", "inline assembly other than PTX in device code"))
+            break
     return found
+
+
+def check_build_request(request) -> list[Violation]:
+    """The rules a candidate's source passed, applied again to what it actually asked to build (its
+    Python may assemble the source at run time), and its compiler flags. Same rules for every build
+    path: the fast path and torch's own load_inline."""
+    found = check_native_source(request.cpp, cuda=False) + check_native_source(request.cuda, cuda=True)
+    for flag in request.cflags:
+        if flag.strip() and not _C_FLAGS.fullmatch(flag.strip()):
+            found.append(Violation("build-flags", f"compiler flag {flag[:60]!r} is not allowed"))
+    for flag in request.cuda_cflags:
+        if flag.strip() and not _CUDA_FLAGS.fullmatch(flag.strip()):
+            found.append(Violation("build-flags", f"nvcc flag {flag[:60]!r} is not allowed"))
+    for flag in request.ldflags:
+        if flag.strip() and flag.strip() not in _LINK_FLAGS:
+            found.append(Violation("build-flags", f"linker flag {flag[:60]!r} is not allowed"))
+    if request.include_paths:
+        found.append(Violation("build-flags", "extra_include_paths: a candidate's code is all in its sources"))
+    seen: dict[str, Violation] = {}
+    for v in found:
+        seen.setdefault(v.rule, v)
+    return list(seen.values())
 
 
 def check_source(tree: ast.Module) -> list[Violation]:

@@ -19,9 +19,10 @@ import torch
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, content_hash
 from verifier.judge import Devices, Judge
+from verifier.signed_store import SignedStore, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"
 
 
 def _cores() -> int:
@@ -38,31 +39,29 @@ def default_workers(config: VerifierConfig) -> int:
 
 
 class VerdictCache:
-    """One JSON file per verdict, written atomically; safe across processes."""
+    """One authenticated entry per verdict (verifier/signed_store.py), written only by the judge's side;
+    a forged or edited entry is refused and judged again."""
 
-    def __init__(self, root: Path):
-        self.root = root
-        self.root.mkdir(parents=True, exist_ok=True)
+    def __init__(self, root: Path, secret: bytes):
+        self.store = SignedStore(root, secret)
 
     def key(self, problem: Problem, candidate: Candidate, config: VerifierConfig, base_seed: int) -> str:
-        relevant = config.model_dump(include={"backend", "trials", "tolerance", "fast_build"})
+        relevant = config.model_dump(include={"backend", "trials", "tolerance", "fast_build", "isolation",
+                                              "timing_noise"})
         return content_hash(HARNESS_VERSION, problem.reference, candidate.source, json.dumps(relevant, sort_keys=True),
                             str(base_seed), length=24)
 
     def get(self, key: str) -> Verdict | None:
-        path = self.root / f"{key}.json"
-        if not path.exists():
+        payload = self.store.get(f"{key}.json")
+        if payload is None:
             return None
         try:
-            return Verdict.model_validate_json(path.read_text())
+            return Verdict.model_validate_json(payload)
         except ValueError:
             return None
 
     def put(self, key: str, verdict: Verdict) -> None:
-        path = self.root / f"{key}.json"
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(verdict.model_dump_json())
-        os.replace(tmp, path)
+        self.store.put(f"{key}.json", verdict.model_dump_json().encode())
 
 
 class VerifierPool(ABC):
@@ -72,7 +71,7 @@ class VerifierPool(ABC):
         self.config = config
         self.cache_dir = Path(cache_dir)
         self.base_seed = base_seed
-        self.cache = VerdictCache(self.cache_dir / "verdicts")
+        self.cache = VerdictCache(self.cache_dir / "verdicts", home_secret(self.cache_dir))
         self.calls = 0  # verifier calls made, cache hits included
 
     def verify(self, problem: Problem, candidate: Candidate) -> Verdict:

@@ -1,23 +1,20 @@
-"""Trusted side of the harness: load KernelBench-format references, make inputs, compare.
+"""KernelBench-format references: loading one, trial seeds, and comparing outputs.
 
-Everything here runs in the judge process, never in the candidate's sandbox, so a
-candidate can neither see reference outputs nor patch the comparison.
+The comparison runs in the judge, never in a sandbox, so a candidate can neither see the reference's
+outputs nor patch the comparison. Loading and running a reference happens in a `reference` sandbox
+(verifier/sandbox.py): an imported problem is untrusted code too.
 """
 
 from __future__ import annotations
 
 import io
-import threading
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import torch
 
-from schemas.records import Problem, content_hash
-
-# RNG state is process-global: input generation and reference runs are serialised.
-_RNG_LOCK = threading.RLock()
+from schemas.records import content_hash
 
 TOLERANCES: dict[str, dict[torch.dtype, tuple[float, float]]] = {
     # (atol, rtol)
@@ -66,88 +63,6 @@ def dumps(obj: Any) -> bytes:
 def loads(blob: bytes) -> Any:
     # weights_only: the blob may come from an untrusted sandbox.
     return torch.load(io.BytesIO(blob), weights_only=True)
-
-
-@dataclass
-class Trial:
-    seed: int
-    inputs: list[Any]
-    expected: list[torch.Tensor]
-    _host_inputs: list[Any] | None = None
-
-    def host_inputs(self) -> list[Any]:
-        """The inputs in host memory (copied from the device once), as the data plane writes them."""
-        if self._host_inputs is None:
-            self._host_inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in self.inputs]
-        return self._host_inputs
-
-
-class ReferenceRunner:
-    """Caches loaded references, their trial inputs/outputs and eager timings per problem."""
-
-    def __init__(self, device: str = "cpu"):
-        self.device = device  # "cpu" or "cuda:<index>"
-        self._modules: dict[str, ModuleType] = {}
-        self._trials: dict[tuple[str, int], Trial] = {}
-        self._baselines: dict[tuple[str, bool], float | None] = {}
-
-    def module(self, problem: Problem) -> ModuleType:
-        with _RNG_LOCK:
-            if problem.id not in self._modules:
-                self._modules[problem.id] = load_reference_module(problem.reference, f"reference_{problem.id}")
-            return self._modules[problem.id]
-
-    def init_inputs(self, problem: Problem) -> list[Any]:
-        return list(self.module(problem).get_init_inputs())
-
-    def _model(self, problem: Problem, init_seed: int) -> torch.nn.Module:
-        mod = self.module(problem)
-        torch.manual_seed(init_seed)
-        model = mod.Model(*mod.get_init_inputs())
-        return model.to(self.device).eval()
-
-    def trial(self, problem: Problem, index: int, base_seed: int, init_seed: int) -> Trial:
-        seed = trial_seed(problem.id, index, base_seed)
-        key = (problem.id, seed)
-        with _RNG_LOCK:
-            if key not in self._trials:
-                with torch.random.fork_rng(devices=[]), torch.no_grad():
-                    model = self._model(problem, init_seed)
-                    torch.manual_seed(seed)
-                    inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x
-                              for x in self.module(problem).get_inputs()]
-                    try:
-                        expected = [t.detach().clone() for t in to_list(model(*inputs))]
-                    except Exception as exc:
-                        raise ReferenceError(f"reference forward failed: {exc!r}") from exc
-                self._trials[key] = Trial(seed, inputs, expected)
-            return self._trials[key]
-
-    def baseline_seconds(self, problem: Problem, inputs: list[Any], init_seed: int, warmup: int, runs: int,
-                         compiled: bool = False) -> float | None:
-        """Median time of the reference, eager or under torch.compile, timed like candidates are
-        (verifier/timing.py); single-threaded on cpu, like a cpu sandbox. None if compile fails."""
-        from verifier.timing import time_calls
-
-        key = (problem.id, compiled)
-        with _RNG_LOCK:
-            if key not in self._baselines:
-                threads = torch.get_num_threads()
-                if self.device == "cpu":
-                    torch.set_num_threads(1)
-                try:
-                    with torch.random.fork_rng(devices=[]), torch.no_grad():
-                        model = self._model(problem, init_seed)
-                        fn = torch.compile(model) if compiled else model
-                        self._baselines[key] = time_calls(lambda: fn(*inputs), self.device.split(":")[0],
-                                                          warmup, runs).seconds
-                except Exception:  # torch.compile cannot take every reference; eager always works
-                    if not compiled:
-                        raise
-                    self._baselines[key] = None
-                finally:
-                    torch.set_num_threads(threads)
-            return self._baselines[key]
 
 
 @dataclass

@@ -1,10 +1,16 @@
-"""The untrusted side: one short-lived process per candidate.
+"""The untrusted side: short-lived processes that run code the judge does not trust.
 
-The judge forks it (from a forkserver that has torch imported already), hands it
-the candidate source, then feeds it trial inputs one message at a time. It never
-receives the reference or its outputs. Whatever it does to itself (segfault,
-`os._exit`, an endless loop, patching torch) costs only this process; the judge
-reads its silence or death as a verdict.
+Each sandbox is forked from a forkserver that has torch imported, confines itself (verifier/jail.py)
+before it reads its job, and plays one role:
+
+- `run`: a candidate. It executes the candidate's module; every `load_inline` call becomes a request
+  to the judge, which builds it (in a `build` sandbox) and hands back a shared object to load. Then it
+  constructs ModelNew and serves trials and timing. It never receives the reference or its outputs.
+- `build`: runs compiler commands for the judge (the only sandboxes that may start processes).
+- `reference`: an untrusted reference program (an imported problem): its inputs, outputs and timing.
+
+Whatever a sandbox does to itself costs only itself; the judge reads its silence or death as a verdict,
+and believes nothing it reports without a check of its own.
 """
 
 from __future__ import annotations
@@ -14,21 +20,22 @@ import resource
 import sys
 import threading
 import traceback
+import types
 from typing import Any
 
-# Bound before any candidate code runs, so later patching cannot reach the copies
-# the sandbox uses for timing and messaging.
+# Bound before any candidate code runs, so later patching cannot reach the copies the sandbox uses.
 from time import perf_counter as _perf_counter
 
 import torch
 
+from verifier import jail
+from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
-from verifier.reference import dumps, loads, to_list
+from verifier.reference import dumps, load_reference_module, loads, to_list
 from verifier.tensor_io import read_tensors, write_tensors
 from verifier.timing import time_calls as _time_calls
 
 FILE_SIZE_LIMIT = 8 << 30  # no file the sandbox writes (outputs, objects, logs) may grow past this
-
 MAX_TRACE = 4000
 
 
@@ -41,8 +48,8 @@ def _warm_up() -> None:
 _warm_up()
 
 
-def _limit_resources(memory_limit_mb: int, device: str) -> None:
-    os.setpgrp()  # lets the judge kill the whole group, compilers included
+def _plain_limits(memory_limit_mb: int, device: str) -> None:
+    """Without isolation (`verifier.isolation: none`): rlimits only."""
     if device == "cpu":  # CUDA reserves huge virtual ranges; RLIMIT_AS would break it
         limit = memory_limit_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -62,6 +69,48 @@ def _short_trace(exc: BaseException) -> str:
     # Drop the sandbox's own frames: the model should see its code, not ours.
     lines = [ln for ln in text.splitlines() if "verifier/sandbox.py" not in ln]
     return "\n".join(lines)[-MAX_TRACE:]
+
+
+def sandbox_main(conn, role: str, device: str, memory_limit_mb: int, plan: jail.JailPlan | None,
+                 visible_gpu: str | None) -> None:
+    """Entry point of every sandbox (possibly started before its job is known). Confines itself first;
+    then, for cuda, sees only its GPU and creates its CUDA context in a background thread, overlapping
+    the candidate's build. Serves exactly one job."""
+    os.setpgrp()  # lets the judge kill the keeper and the jail as one group
+    if plan is not None:
+        try:
+            jail.enter(plan, {conn.fileno()}, gpu=device == "cuda",  # returns only inside the jail
+                       on_failure=lambda message: conn.send_bytes(dumps(("jail_error", message))))
+        except jail.JailError as exc:
+            conn.send_bytes(dumps(("jail_error", str(exc))))
+            return
+    else:
+        _plain_limits(memory_limit_mb, device)
+    try:
+        if device == "cuda" and role != "build":
+            os.environ["CUDA_VISIBLE_DEVICES"] = visible_gpu or "0"  # before CUDA's first use
+            threading.Thread(target=lambda: torch.empty(1, device="cuda"), daemon=True).start()
+        job = conn.recv()
+    except (EOFError, OSError, KeyboardInterrupt):  # the judge closed without using it
+        return
+    if isinstance(job, dict):  # anything else is the judge's ("stop",)
+        {"run": run_candidate, "build": serve_builds, "reference": serve_reference}[role](conn, job)
+
+
+def _sender(conn):
+    # To the judge only bytes it decodes with a weights-only unpickler: never a pickle it would execute.
+    return lambda message: conn.send_bytes(dumps(message))
+
+
+def _prepare(job: dict[str, Any]) -> None:
+    os.chdir(job["work_dir"])
+    _redirect_output(os.path.join(job["work_dir"], "candidate.log"))
+    torch.set_num_threads(job.get("num_threads", 1))
+
+
+# -- candidates -----------------------------------------------------------------------------------
+class BuildFailed(RuntimeError):
+    """What a candidate's load_inline raises when its source does not compile (the judge holds the log)."""
 
 
 class _CountingModule:
@@ -84,92 +133,76 @@ class _CountingModule:
         return counted
 
 
-def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
-    """The trial inputs the judge wrote, each in its own storage on this sandbox's device."""
-    values = read_tensors(path, metas, max_bytes=1 << 62)
-    return [(v.to(device) if device != "cpu" else v.clone()) if isinstance(v, torch.Tensor) else v
-            for v in values]
+def _plain(value: Any) -> Any:
+    """A load_inline argument as plain data (strings, numbers, lists, dicts), or TypeError."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    raise TypeError(f"load_inline: unsupported argument of type {type(value).__name__}")
 
 
-def _visible_gpu(device_index: int) -> str:
-    """The CUDA_VISIBLE_DEVICES entry of the judge's GPU `device_index`."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return visible.split(",")[device_index].strip() if visible else str(device_index)
-
-
-def spare_main(conn, device: str, device_index: int) -> None:
-    """A sandbox, possibly started before its candidate is known. It sees only its GPU (so "cuda" in the
-    candidate's code means that GPU, in every thread) and creates its CUDA context in a background
-    thread, overlapping the candidate's build instead of adding to it. It serves exactly one job."""
-    try:
-        if device == "cuda":
-            os.environ["CUDA_VISIBLE_DEVICES"] = _visible_gpu(device_index)  # before CUDA's first use
-            threading.Thread(target=lambda: torch.empty(1, device="cuda"), daemon=True).start()
-        job = conn.recv()
-    except (EOFError, OSError, KeyboardInterrupt):  # the judge closed without using it
-        return
-    if isinstance(job, dict):  # anything else is the judge's ("stop",)
-        child_main(conn, job)
-
-
-def child_main(conn, job: dict[str, Any]) -> None:
-    # To the judge only bytes it decodes with a weights-only unpickler: never a pickle it would execute.
-    send = lambda message: conn.send_bytes(dumps(message))
-    recv = conn.recv
-    inputs_path = os.path.join(job["io_dir"], "inputs.bin")
-    outputs_path = os.path.join(job["io_dir"], "outputs.bin")
-    send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
-    try:
-        _limit_resources(job["memory_limit_mb"], job["device"])
-        os.chdir(job["scratch_dir"])
-        _redirect_output(os.path.join(job["scratch_dir"], "candidate.log"))
-        torch.set_num_threads(job.get("num_threads", 1))
-        # torch's own builds (baseline and fallbacks) go to this sandbox's scratch: KernelBench candidates
-        # reuse extension names, and builds of different sources under one name would collide.
-        os.environ["TORCH_EXTENSIONS_DIR"] = os.path.join(job["scratch_dir"], "torch_extensions")
-        # Imported here, never in the forkserver: its import probes CUDA.
-        from torch.utils import cpp_extension
-        from verifier.fastbuild import BuildError, FastInlineBuilder
-
-        builder = None
-        if job["fast_build"]:
-            builder = FastInlineBuilder(job["build_cache_dir"], timeout_s=job["compile_timeout_s"],
-                                        cuda_arch=job.get("cuda_arch"))
-            build = builder.load_inline
-        else:
-            build = cpp_extension.load_inline
-    except Exception as exc:  # the harness itself failed: report, do not judge
-        send(("load_error", {"kind": "harness", "message": _short_trace(exc), "log": ""}))
-        return
-    modules: list[_CountingModule] = []
+def _cpp_extension_stub(send, recv, modules: list) -> types.ModuleType:
+    """`torch.utils.cpp_extension` as candidates see it: `load_inline` asks the judge to build, and loads
+    the shared object the judge hands back. Nothing compiles in this process."""
+    stub = types.ModuleType("torch.utils.cpp_extension")
 
     def load_inline(*args, **kwargs):
-        module = _CountingModule(build(*args, **kwargs))
+        send(("build", [_plain(a) for a in args], _plain(kwargs)))
+        reply = recv()
+        if reply[0] == "build_error":
+            raise BuildFailed(reply[1])
+        if reply[0] == "call_error":
+            raise TypeError(reply[1])
+        module = _CountingModule(load_artifact(reply[1], reply[2]))
         modules.append(module)
         return module
 
-    cpp_extension.load_inline = load_inline
+    def not_here(*_, **__):
+        raise RuntimeError("only load_inline builds code in the sandbox")
+
+    stub.load_inline = load_inline
+    stub.load = stub.CppExtension = stub.CUDAExtension = stub.BuildExtension = not_here
+    stub.CUDA_HOME = None
+    return stub
+
+
+def run_candidate(conn, job: dict[str, Any]) -> None:
+    send = _sender(conn)
+    recv = conn.recv
+    inputs_path = os.path.join(job["io_in"], "inputs.bin")
+    outputs_path = os.path.join(job["io_out"], "outputs.bin")
+    send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
+    try:
+        _prepare(job)
+        modules: list[_CountingModule] = []
+        stub = _cpp_extension_stub(send, recv, modules)
+        sys.modules["torch.utils.cpp_extension"] = stub
+        torch.utils.cpp_extension = stub
+    except Exception as exc:  # the harness itself failed: report, do not judge
+        send(("load_error", {"kind": "harness", "message": _short_trace(exc), "log": ""}))
+        return
 
     start = _perf_counter()
     namespace: dict[str, Any] = {"__name__": "candidate", "__file__": "candidate.py"}
     try:
         exec(compile(job["source"], "candidate.py", "exec"), namespace)
     except BaseException as exc:  # SystemExit included: a candidate may not end the sandbox quietly
-        if isinstance(exc, BuildError) or type(exc).__name__ == "BuildError" or "Error building extension" in str(exc):
-            log = getattr(exc, "log", "") or str(exc)
-            send(("load_error", {"kind": "compile", "message": str(exc)[:500], "log": log[-20000:],
-                                 "seconds": _perf_counter() - start}))
-        else:
-            send(("load_error", {"kind": "exec", "message": _short_trace(exc), "log": "",
-                                 "seconds": _perf_counter() - start}))
+        kind = "compile" if isinstance(exc, BuildFailed) else "exec"
+        send(("load_error", {"kind": kind, "message": _short_trace(exc), "log": "",
+                             "seconds": _perf_counter() - start}))
         return
     compile_seconds = _perf_counter() - start
+    send(("loaded",))  # the module ran; constructing ModelNew is run time, not build time
 
     model_cls = namespace.get("ModelNew")
     if model_cls is None:
         send(("load_error", {"kind": "exec", "message": "the candidate defines no class ModelNew", "log": "",
                              "seconds": compile_seconds}))
         return
+
     def own_calls() -> int:
         return sum(m.kd_calls for m in modules)
 
@@ -184,9 +217,7 @@ def child_main(conn, job: dict[str, Any]) -> None:
                              "seconds": compile_seconds}))
         return
 
-    send(("ready", {"compile_seconds": compile_seconds,
-                    "fast_build": builder is not None and builder.stats.fallbacks == 0,
-                    "fallbacks": builder.stats.fallback_reasons if builder else [], "own_modules": len(modules)}))
+    send(("ready", {"compile_seconds": compile_seconds, "own_modules": len(modules)}))
     sync = torch.cuda.synchronize if job["device"] == "cuda" else (lambda: None)
 
     while True:
@@ -221,9 +252,105 @@ def child_main(conn, job: dict[str, Any]) -> None:
         elif kind == "time":
             _, metas, warmup, runs = msg
             inputs = _load_inputs(inputs_path, metas, job["device"])
-            with torch.no_grad():
-                timing = _time_calls(lambda: model(*inputs), job["device"], warmup, runs)
-            send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped}))
+            _serve_timing(conn, send, lambda: model(*inputs), job["device"], warmup, runs)
         else:
             send(("protocol_error", f"unknown message {kind!r}"))
-            sys.stdout.flush()
+
+
+def _serve_timing(conn, send, fn, device: str, warmup: int, runs: int) -> None:
+    """Warm up, tell the judge, wait for its `go` (its clock starts), run the timed calls, report."""
+    def handshake():
+        send(("warm",))
+        if conn.recv() != ("go",):
+            raise RuntimeError("timing: the judge did not say go")
+
+    with torch.no_grad():
+        timing = _time_calls(fn, device, warmup, runs, before_timed=handshake)
+    send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total}))
+
+
+def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
+    """The trial inputs the judge wrote, each in its own storage on this sandbox's device."""
+    values = read_tensors(path, metas, max_bytes=1 << 62)
+    return [(v.to(device) if device != "cpu" else v.clone()) if isinstance(v, torch.Tensor) else v
+            for v in values]
+
+
+# -- builds ---------------------------------------------------------------------------------------
+def serve_builds(conn, job: dict[str, Any]) -> None:
+    """Run the judge's compiler commands (it chose them; the sources are the candidate's)."""
+    from verifier.fastbuild import BuildError, run_commands, torch_build
+
+    send = _sender(conn)
+    os.chdir(job["work_dir"])
+    os.environ.update(job.get("env", {}))
+    # torch's load_inline finds ninja on PATH; the venv's bin is not always there
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    send(("hello", os.getpid()))
+    while True:
+        msg = conn.recv()
+        if msg[0] == "stop":
+            return
+        try:
+            if msg[0] == "run":
+                _, commands, timeout_s = msg
+                results = run_commands(commands, timeout_s)
+                send(("ran", [(r.returncode, r.stdout, r.stderr) for r in results]))
+            elif msg[0] == "torch_build":
+                _, kwargs, directory, timeout_s = msg
+                send(("torch_built", str(torch_build(kwargs, __import__("pathlib").Path(directory)))))
+        except BuildError as exc:
+            send(("build_error", str(exc), exc.log[-200_000:]))
+        except Exception as exc:
+            send(("build_error", f"build harness failed: {exc!r}"[:500], ""))
+
+
+# -- references -----------------------------------------------------------------------------------
+def serve_reference(conn, job: dict[str, Any]) -> None:
+    """An untrusted reference program: its init inputs, trials (inputs and outputs) and timing."""
+    send = _sender(conn)
+    send(("hello", os.getpid()))
+    try:
+        _prepare(job)
+        module = load_reference_module(job["source"], "reference")
+        init_inputs = list(module.get_init_inputs())
+    except BaseException as exc:
+        send(("reference_error", _short_trace(exc)))
+        return
+    device = job["device"]
+    trial_path = os.path.join(job["io_out"], "trial.bin")
+    kept_inputs: dict[int, list[Any]] = {}
+
+    def model():
+        torch.manual_seed(job["init_seed"])
+        return module.Model(*module.get_init_inputs()).to(device).eval()
+
+    send(("init_inputs", init_inputs))
+    while True:
+        msg = conn.recv()
+        kind = msg[0]
+        if kind == "stop":
+            return
+        try:
+            if kind == "trial":
+                _, index, seed = msg
+                with torch.no_grad():
+                    reference = model()
+                    torch.manual_seed(seed)
+                    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+                    host_inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
+                    expected = to_list(reference(*inputs))
+                kept_inputs[index] = inputs
+                written = write_tensors(trial_path, [*host_inputs, *expected])
+                send(("trial_out", index, {"inputs": written[:len(inputs)], "expected": written[len(inputs):]}))
+            elif kind == "time":
+                _, index, warmup, runs, compiled = msg
+                with torch.no_grad():
+                    reference = model()
+                    fn = torch.compile(reference) if compiled else reference
+                    inputs = kept_inputs[index]
+                    _serve_timing(conn, send, lambda: fn(*inputs), device, warmup, runs)
+            else:
+                send(("protocol_error", f"unknown message {kind!r}"))
+        except BaseException as exc:
+            send(("reference_error", _short_trace(exc)))

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from verifier.isolation import UntrustedFile, open_sandbox_file
+
 ALIGN = 64
 MAX_DIMS = 16
 DTYPES: dict[str, torch.dtype] = {
@@ -100,8 +102,15 @@ def read_tensors(path: str | Path, metas: list[Any], max_bytes: int) -> list[Any
     total = sum(c[4] for c in checked if isinstance(c, tuple))
     if total > max_bytes:
         raise TamperedData(f"{total} bytes of tensors described, more than the {max_bytes} expected")
+    try:
+        return _read_checked(path, checked)
+    except UntrustedFile as exc:
+        raise TamperedData(f"the data file was replaced: {exc}") from exc
+
+
+def _read_checked(path: str | Path, checked: list) -> list[Any]:
     values = []
-    with open(path, "rb") as f:
+    with open_sandbox_file(path) as f:
         for item in checked:
             if isinstance(item, dict):
                 values.append(item["value"])

@@ -1,9 +1,13 @@
-"""One timing method for candidates and references, so speedups compare like with like.
+"""One timing method for candidates and references, so speedups compare like with like, and the judge's
+outside check of what a sandbox reports.
 
-cpu: wall clock per call, median. cuda: CUDA events around each call with the L2 cache
-flushed before it, median; a device-wide synchronize after each call, and if the wall
-clock then says much more than the events, work escaped the timed stream (a side stream
-or host work) and the wall clock is what counts.
+cpu: wall clock per call, median. cuda: CUDA events around each call with the L2 cache flushed before
+it, median; a device-wide synchronize after each call, and if the wall clock then says much more than
+the events, work escaped the timed stream (a side stream or host work) and the wall clock is what counts.
+
+A sandbox's figures come from inside a process the candidate shares, so the judge does not take them on
+trust: the timed loop starts only when the judge says `go` (`before_timed`), the judge's own clock runs
+around it, and `believed_seconds` keeps the sandbox's median only where that clock allows it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ ESCAPE_SLACK_S = 200e-6
 class Timing:
     seconds: float  # median per call
     escaped: bool = False  # cuda: the events missed work that the wall clock saw
+    total: float = 0.0  # sum of the per-call figures over the timed runs
 
 
 def _median(values: list[float]) -> float:
@@ -29,20 +34,25 @@ def _median(values: list[float]) -> float:
     return ordered[len(ordered) // 2]
 
 
-def time_calls(fn: Callable[[], object], device: str, warmup: int, runs: int) -> Timing:
+def time_calls(fn: Callable[[], object], device: str, warmup: int, runs: int,
+               before_timed: Callable[[], None] | None = None) -> Timing:
     if device != "cuda":
         for _ in range(warmup):
             fn()
+        if before_timed:
+            before_timed()
         samples = []
         for _ in range(runs):
             start = perf_counter()
             fn()
             samples.append(perf_counter() - start)
-        return Timing(_median(samples))
+        return Timing(_median(samples), total=sum(samples))
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    if before_timed:
+        before_timed()
     events, walls = [], []
     for _ in range(runs):
         flush.zero_()
@@ -57,4 +67,23 @@ def time_calls(fn: Callable[[], object], device: str, warmup: int, runs: int) ->
         events.append(begin.elapsed_time(end) / 1000.0)
     event_s, wall_s = _median(events), _median(walls)
     escaped = wall_s > 2 * event_s + ESCAPE_SLACK_S
-    return Timing(wall_s if escaped else event_s, escaped)
+    return Timing(wall_s if escaped else event_s, escaped, total=sum(walls if escaped else events))
+
+
+@dataclass(frozen=True)
+class TimingCheck:
+    seconds: float  # what the judge believes, per call
+    claimed: float  # the sandbox's median
+    outside: float  # per call by the judge's clock, the harness's own overhead taken off
+    overruled: bool  # the claim contradicted the judge's clock beyond noise
+
+
+def believed_seconds(claimed: float, window_s: float, runs: int, overhead_s: float,
+                     rel_noise: float = 0.2, abs_noise_s: float = 20e-6) -> TimingCheck:
+    """The sandbox's median per call, unless the judge's clock (`window_s` around all `runs` timed calls,
+    minus the harness's per-call overhead measured on the reference) says it must have taken longer; then
+    the judge's figure."""
+    outside = max(0.0, window_s / runs - overhead_s)
+    if claimed >= outside * (1 - rel_noise) - abs_noise_s:
+        return TimingCheck(claimed, claimed, outside, False)
+    return TimingCheck(outside, claimed, outside, True)

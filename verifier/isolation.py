@@ -1,0 +1,347 @@
+"""The judge's half of the sandbox walls: per-sandbox directories, uids and cgroups, and the plan each
+sandbox confines itself with (verifier/jail.py).
+
+Every sandbox gets, under `<cache>/scratch/<judge>-<n>/`:
+- `work/`: its scratch directory, owned by its uid (its log, its build outputs);
+- `in/`: the judge's inputs for it (trial tensors, sources to build), read-only in its view;
+- `lib/`: the judge-verified shared objects it may load, read-only (and the only executable files
+  it can reach besides the toolchain);
+and in tmpfs (`/dev/shm`) `kd-io-<judge>-<n>-{in,out}` for tensors (inputs judge-owned and read-only,
+outputs its own). `<judge>` is this process's pid and start time, so a later judge recognises the
+leftovers of a killed one and removes them.
+
+The judge reads what a sandbox wrote only through `open_sandbox_file` (no symlinks, regular files
+only, bounded): a sandbox owns its directories and could put anything there.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import stat
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier.jail import BASIC_DEVICES, NVIDIA_SHARED_DEVICES, JailPlan, python_paths
+
+SANDBOX_UID_BASE = 0x70000000  # 1,879,048,192: far above any real account, below the overflow id
+_SHM = Path("/dev/shm")
+
+
+class UntrustedFile(ValueError):
+    """A file in a sandbox's directory that is not a plain file (a symlink, a FIFO, a device...)."""
+
+
+def open_sandbox_file(path: str | Path, mode: str = "rb"):
+    """Open a file a sandbox could have replaced: never follow a symlink, never block on a FIFO,
+    only regular files. Raises UntrustedFile otherwise (FileNotFoundError when it is absent)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: a symlink
+            raise UntrustedFile(f"{Path(path).name} is a symlink") from exc
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UntrustedFile(f"{Path(path).name} is not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, mode)
+
+
+def read_sandbox_text(path: str | Path, limit: int) -> str:
+    """The last `limit` characters of a text file a sandbox wrote, or "" when there is none to trust."""
+    try:
+        with open_sandbox_file(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - 4 * limit))
+            return f.read().decode(errors="replace")[-limit:]
+    except (OSError, UntrustedFile):
+        return ""
+
+
+def process_start_time(pid: int) -> str | None:
+    """Start time of a live process (clock ticks since boot), so a reused pid is not mistaken for it."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(tag: str) -> bool:
+    pid, _, start = tag.partition("-")
+    return pid.isdigit() and process_start_time(int(pid)) == start
+
+
+class Cgroups:
+    """Memory and process limits for a sandbox's whole process tree: cgroup v2, or v1's memory and pids
+    hierarchies. `detect()` is None where neither can be used (then rlimits are the only limits)."""
+
+    def __init__(self, version: int, parents: dict[str, Path]):
+        self.version = version
+        self.parents = parents  # controller ("memory", "pids", or "" for v2) -> our kerneldojo directory
+
+    def __repr__(self) -> str:
+        return f"cgroup v{self.version}"
+
+    @classmethod
+    def detect(cls) -> "Cgroups | None":
+        mounts = _cgroup_mounts()
+        own = _own_cgroups()
+        for attempt in (cls._v2, cls._v1):
+            try:
+                found = attempt(mounts, own)
+            except OSError:
+                found = None
+            if found:
+                return found
+        return None
+
+    @classmethod
+    def _v2(cls, mounts, own) -> "Cgroups | None":
+        root = mounts.get("cgroup2")
+        if root is None or "" not in own:
+            return None
+        base = root / own[""].lstrip("/")
+        if not {"memory", "pids"} <= set((base / "cgroup.controllers").read_text().split()):
+            return None
+        parent = base / "kerneldojo"
+        parent.mkdir(exist_ok=True)
+        for directory in (base, parent):  # fails (EBUSY) where `base` holds processes and is not the root
+            enabled = set((directory / "cgroup.subtree_control").read_text().split())
+            if not {"memory", "pids"} <= enabled:
+                (directory / "cgroup.subtree_control").write_text("+memory +pids")
+        return cls(2, {"": parent})
+
+    @classmethod
+    def _v1(cls, mounts, own) -> "Cgroups | None":
+        parents = {}
+        for controller in ("memory", "pids"):
+            root = mounts.get(controller)
+            if root is None or controller not in own:
+                return None
+            parent = root / own[controller].lstrip("/") / "kerneldojo"
+            parent.mkdir(exist_ok=True)
+            parents[controller] = parent
+        return cls(1, parents)
+
+    def create(self, name: str, memory_bytes: int, max_tasks: int) -> tuple[str, ...]:
+        leaves = []
+        for controller, parent in self.parents.items():
+            leaf = parent / name
+            leaf.mkdir(exist_ok=True)
+            leaves.append(leaf)
+            if self.version == 2:
+                (leaf / "memory.max").write_text(str(memory_bytes))
+                if (leaf / "memory.swap.max").exists():
+                    (leaf / "memory.swap.max").write_text("0")
+                (leaf / "pids.max").write_text(str(max_tasks))
+            elif controller == "memory":
+                (leaf / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                if (leaf / "memory.memsw.limit_in_bytes").exists():
+                    (leaf / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+            else:
+                (leaf / "pids.max").write_text(str(max_tasks))
+        return tuple(str(p) for p in leaves)
+
+    @staticmethod
+    def destroy(leaves: tuple[str, ...]) -> None:
+        """Kill whatever is left in the groups, then remove them."""
+        for leaf in map(Path, leaves):
+            if not leaf.exists():
+                continue
+            deadline = time.monotonic() + 5
+            while True:
+                pids = _cgroup_pids(leaf)
+                if not pids:
+                    break
+                if (leaf / "cgroup.kill").exists():
+                    try:
+                        (leaf / "cgroup.kill").write_text("1")
+                    except OSError:
+                        pass
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
+            try:
+                leaf.rmdir()
+            except OSError:
+                pass
+
+    def leftovers(self) -> list[Path]:
+        return [leaf for parent in self.parents.values() if parent.exists() for leaf in parent.iterdir()
+                if leaf.is_dir()]
+
+
+def _cgroup_pids(leaf: Path) -> list[int]:
+    try:
+        return [int(x) for x in (leaf / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
+
+
+def _cgroup_mounts() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _, where, kind, options, *_ = line.split()
+            if kind == "cgroup2":
+                found.setdefault("cgroup2", Path(where))
+            elif kind == "cgroup":
+                for controller in ("memory", "pids"):
+                    if controller in options.split(","):
+                        found.setdefault(controller, Path(where))
+    return found
+
+
+def _own_cgroups() -> dict[str, str]:
+    own = {}
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for c in controllers.split(",") if controllers else [""]:
+                own[c] = path
+    return own
+
+
+@dataclass
+class SandboxHome:
+    """One sandbox's directories, uid and cgroups (see the module docstring)."""
+
+    name: str
+    uid: int
+    root: Path
+    work: Path
+    inbox: Path
+    lib: Path
+    io_in: Path
+    io_out: Path
+    cgroups: tuple[str, ...]
+
+    def log_path(self) -> Path:
+        return self.work / "candidate.log"
+
+
+def _top_level_symlinks() -> tuple[tuple[str, str], ...]:
+    return tuple((p, os.readlink(p)) for p in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+                 if os.path.islink(p))
+
+
+class Isolation:
+    """Sandboxes' homes and plans for one judge. `level`: `namespaces` (the walls of verifier/jail.py) or
+    `none` (a process and a process group with rlimits; for trusted code and machines that cannot make
+    namespaces)."""
+
+    def __init__(self, level: str, cache_dir: Path, readonly: list[Path]):
+        self.level = level
+        self.cache_dir = Path(cache_dir)
+        start = process_start_time(os.getpid())
+        self.tag = f"{os.getpid()}-{start}"
+        self.scratch_root = self.cache_dir / "scratch"
+        self.scratch_root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.scratch_root, 0o711)
+        self.io_root = _SHM if _SHM.is_dir() and os.access(_SHM, os.W_OK) else self.scratch_root
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+        self.mountpoint = self.scratch_root / ".jailroot"  # any empty directory: mounted over privately
+        self.mountpoint.mkdir(exist_ok=True)
+        self.cgroups = Cgroups.detect() if level == "namespaces" else None
+        self.remove_leftovers()
+        self._readonly = tuple(sorted({*_system_paths(), *python_paths(), *(str(p) for p in readonly)}))
+        self._symlinks = _top_level_symlinks()
+
+    def describe(self) -> str:
+        if self.level != "namespaces":
+            return "none (process group + rlimits)"
+        return f"namespaces + seccomp + {self.cgroups or 'rlimits (no usable cgroup)'}"
+
+    # -- leftovers of killed judges ---------------------------------------------------------
+    def remove_leftovers(self) -> int:
+        """Scratch, tmpfs and cgroups of judges that are gone. Returns how many were removed."""
+        removed = 0
+        for entry in list(self.scratch_root.iterdir()) + list(self.io_root.glob("kd-io-*")):
+            tag = entry.name.removeprefix("kd-io-").rsplit("-", 2)[0] if entry.name.startswith("kd-io-") \
+                else entry.name.rsplit("-", 1)[0]
+            if entry.name.startswith(".") or _alive(tag):
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+        if self.cgroups:
+            for leaf in self.cgroups.leftovers():
+                if not _alive(leaf.name.rsplit("-", 1)[0]):
+                    Cgroups.destroy((str(leaf),))
+                    removed += 1
+        return removed
+
+    # -- one sandbox ------------------------------------------------------------------------
+    def allocate(self, memory_mb: int, max_tasks: int) -> SandboxHome:
+        with self._lock:
+            n = next(self._counter)
+        name = f"{self.tag}-{n}"
+        uid = SANDBOX_UID_BASE + (hash(self.tag) % 4096) * 4096 + n % 4096
+        root = self.scratch_root / name
+        home = SandboxHome(name=name, uid=uid, root=root, work=root / "work", inbox=root / "in", lib=root / "lib",
+                           io_in=self.io_root / f"kd-io-{name}-in", io_out=self.io_root / f"kd-io-{name}-out",
+                           cgroups=())
+        for path in (home.root, home.inbox, home.lib, home.io_in):
+            path.mkdir(mode=0o755)
+        for path in (home.work, home.io_out):
+            path.mkdir(mode=0o700)
+            if self.level == "namespaces":
+                os.chown(path, uid, uid)
+        if self.cgroups:
+            home.cgroups = self.cgroups.create(name, memory_mb << 20, max_tasks)
+        return home
+
+    def plan(self, home: SandboxHome, *, processes: bool, memory_mb: int, max_tasks: int, device: str,
+             gpu_nodes: tuple[str, ...] = (), readonly: tuple[str, ...] = ()) -> JailPlan | None:
+        if self.level != "namespaces":
+            return None
+        devices = BASIC_DEVICES + ((*NVIDIA_SHARED_DEVICES, *gpu_nodes) if device == "cuda" else ())
+        return JailPlan(
+            mountpoint=str(self.mountpoint),
+            readonly=self._readonly + (str(home.inbox), str(home.lib), str(home.io_in)) + readonly,
+            symlinks=self._symlinks,
+            writable=(str(home.work), str(home.io_out)),
+            tmp_bytes=min(memory_mb, 2048) << 20,
+            devices=devices,
+            uid=home.uid,
+            gid=home.uid,
+            cgroups=home.cgroups,
+            processes=processes,
+            # CUDA reserves huge virtual ranges, so only cpu sandboxes get an address-space limit
+            memory_bytes=(memory_mb << 20) if device == "cpu" else 0,
+            max_tasks=max_tasks,
+        )
+
+    def release(self, home: SandboxHome) -> None:
+        if home.cgroups:
+            Cgroups.destroy(home.cgroups)
+        for path in (home.root, home.io_in, home.io_out):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _system_paths() -> list[str]:
+    """The toolchain and system libraries (read-only): /usr, the dynamic loader's configuration, the
+    compiler alternatives, the CUDA toolkit, and library directories named in LD_LIBRARY_PATH."""
+    paths = ["/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+             "/etc/localtime"]
+    for p in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/nvidia", "/usr/local/nvidia"):
+        if os.path.isdir(p) and not os.path.islink(p):
+            paths.append(p)
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            paths.append(os.path.realpath(os.environ[var]))
+    for p in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
+        if p and os.path.isdir(p):
+            paths.append(os.path.realpath(p))
+    return [p for p in paths if os.path.exists(p)]

@@ -1,0 +1,357 @@
+"""OS isolation for one sandbox process, applied in place to a freshly forked child.
+
+A sandbox is a fork of a warm interpreter (torch already imported), so exec-based tools (bubblewrap,
+nsjail) would cost a fresh `import torch` (~1.5 s of CPU) per candidate. The same walls are built here,
+with the same system calls, in the forked child before it sees any candidate code:
+
+- cgroup (v2, or v1's memory and pids hierarchies): a memory and a process limit for the whole tree;
+- namespaces: mount, pid, net (no interface but a down loopback), ipc, uts, cgroup, and then a user
+  namespace entered as an unprivileged uid/gid owned by no file on the machine;
+- a filesystem view built on an empty tmpfs: the toolchain, Python and the build cache read-only at
+  their usual paths, the sandbox's scratch and data-plane directories writable, a `/dev` with only the
+  null/zero/random nodes (and for cuda the `/dev/nvidia*` nodes of its GPU), a `/proc` of its own pid
+  namespace (it sees only itself);
+- rlimits, all file descriptors but the judge's channel closed, no_new_privs and a seccomp filter
+  (libseccomp): no ptrace, no sockets, no mounts or namespaces, no kernel keyrings/BPF/modules, no
+  io_uring, and for run jails no process creation and no signals beyond its own process.
+
+The process that called `enter` stays outside as the keeper: it waits for the jailed process (pid 1 of
+the new pid namespace) and exits the way it did. Killing the keeper kills the jail (parent-death signal),
+and the death of pid 1 kills every process in the namespace, so nothing a candidate starts outlives it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import resource
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+CLONE_THREAD = 0x00010000
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 217}
+_CAPSET = {"x86_64": 126, "aarch64": 91}
+_STATVFS_LOCKED = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC}
+
+# Host device nodes every sandbox gets; cuda sandboxes add their GPU's.
+BASIC_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+NVIDIA_SHARED_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+ISOLATION_FAILED_EXIT = 71
+
+
+class JailError(RuntimeError):
+    """Isolation could not be set up: a fault of the machine or the harness, never of the candidate."""
+
+
+@dataclass(frozen=True)
+class JailPlan:
+    """Everything the child needs to confine itself; computed by the judge (verifier/isolation.py)."""
+
+    mountpoint: str  # an empty host directory the new root (a tmpfs) is mounted on, privately
+    readonly: tuple[str, ...]  # host directories and files bound read-only at the same paths
+    symlinks: tuple[tuple[str, str], ...]  # (path, target) recreated inside the view
+    writable: tuple[str, ...]  # bound read-write at the same paths (scratch, data plane)
+    devices: tuple[str, ...]  # /dev nodes bound into the view
+    uid: int
+    gid: int
+    cgroups: tuple[str, ...] = ()  # cgroup directories to join (already created, limits written)
+    processes: bool = False  # may start processes (build jails run compilers)
+    memory_bytes: int = 0  # RLIMIT_AS per process when > 0 (cpu only: CUDA reserves huge address ranges)
+    max_tasks: int = 512  # RLIMIT_NPROC: processes and threads of the (unique) uid
+    open_files: int = 4096
+    file_bytes: int = 8 << 30
+    tmp_bytes: int = 1 << 30  # /tmp is a tmpfs of this size (charged to the sandbox's memory)
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def _check(result: int, what: str) -> int:
+    if result == -1:
+        err = ctypes.get_errno()
+        raise JailError(f"{what}: {os.strerror(err)} (errno {err})")
+    return result
+
+
+def _syscall_number(table: dict[str, int]) -> int:
+    machine = platform.machine()
+    if machine not in table:
+        raise JailError(f"no sandbox support for {machine} yet")
+    return table[machine]
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"mount {source or fstype} on {target}")
+
+
+def _prctl(option: int, arg: int) -> None:
+    _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                       ctypes.c_ulong(0)), f"prctl({option})")
+
+
+def _drop_capabilities() -> None:
+    """Empty effective, permitted and inheritable sets (the user namespace granted a full set)."""
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    _check(_libc.syscall(_syscall_number(_CAPSET), ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def _locked_flags(path: str) -> int:
+    """Mount flags a bind of `path` keeps (nosuid/nodev/noexec of the mount it lives on)."""
+    flags = os.statvfs(path).f_flag
+    return sum(ms for st, ms in _STATVFS_LOCKED.items() if flags & st)
+
+
+def _make_target(path: str, like: str) -> None:
+    if os.path.isdir(like):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if not os.path.exists(path):
+            with open(path, "w"):
+                pass
+
+
+def _bind(source: str, target: str, readonly: bool, extra: int = MS_NOSUID | MS_NODEV) -> None:
+    """Bind `source` at `target`; read-only binds take the mounts below them too (container runtimes bind
+    driver libraries into /usr one file at a time)."""
+    _make_target(target, source)
+    mount(source, target, None, MS_BIND | (MS_REC if readonly else 0))
+    flags = MS_REMOUNT | MS_BIND | _locked_flags(source) | extra | (MS_RDONLY if readonly else 0)
+    mount(None, target, None, flags)
+
+
+def _build_view(plan: JailPlan, gpu: bool) -> None:
+    """Mount the view on plan.mountpoint (we are pid 1 of a new pid namespace, in a private mount namespace)."""
+    root = plan.mountpoint
+    mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount propagates back to the host
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
+    inside = lambda p: root + p
+    # /tmp first: host paths under /tmp (a test's cache, say) are bound below it, inside this tmpfs.
+    # Nothing writable is executable: a candidate cannot drop a library of its own making and load it.
+    os.makedirs(inside("/tmp"))
+    mount("tmpfs", inside("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"mode=1777,size={plan.tmp_bytes}")
+    # /dev: a tmpfs holding only the allowed nodes (bound, never created: no mknod needed)
+    os.makedirs(inside("/dev"), exist_ok=True)
+    mount("tmpfs", inside("/dev"), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k")
+    for node in plan.devices:
+        if os.path.exists(node):
+            _bind(node, inside(node), readonly=False, extra=MS_NOSUID | MS_NOEXEC)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, inside(f"/dev/{name}"))
+    os.makedirs(inside("/dev/shm"), exist_ok=True)
+    mount("tmpfs", inside("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m")
+    for path, target in plan.symlinks:
+        os.makedirs(os.path.dirname(inside(path)), exist_ok=True)
+        os.symlink(target, inside(path))
+    for path in sorted(plan.readonly):
+        if os.path.exists(path):
+            _bind(path, inside(path), readonly=True)
+    os.makedirs(inside("/etc"), exist_ok=True)
+    with open(inside("/etc/passwd"), "w") as f:  # programs that look up their own uid find one
+        f.write(f"root:x:0:0::/:/bin/false\nsandbox:x:{plan.uid}:{plan.gid}::/tmp:/bin/false\n")
+    with open(inside("/etc/group"), "w") as f:
+        f.write(f"root:x:0:\nsandbox:x:{plan.gid}:\n")
+    with open(inside("/etc/hosts"), "w") as f:
+        f.write("127.0.0.1 localhost sandbox\n")
+    for path in sorted(plan.writable):
+        _bind(path, inside(path), readonly=False, extra=MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if gpu:  # the driver reads PCI topology and its own parameters here
+        _bind("/sys", inside("/sys"), readonly=True)
+    os.makedirs(inside("/proc"), exist_ok=True)
+    mount("proc", inside("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.chdir(root)
+    _check(_libc.syscall(_syscall_number(_PIVOT_ROOT), b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", ctypes.c_int(MNT_DETACH)), "umount old root")
+    os.chdir("/")
+    mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _join_cgroups(paths: tuple[str, ...]) -> None:
+    for path in paths:
+        with open(os.path.join(path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+
+def _drop_privileges(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)  # from root to non-zero ids: every capability is cleared
+    _prctl(PR_SET_DUMPABLE, 1)  # changing ids made /proc/self root's; the maps below are written there
+    # A user namespace of our own, entered unprivileged: mapped to the same ids, it changes no file access.
+    unshare(CLONE_NEWUSER)
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"{uid} {uid} 1\n")
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny\n")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"{gid} {gid} 1\n")
+    _drop_capabilities()
+
+
+def _set_rlimits(plan: JailPlan) -> None:
+    limits = {resource.RLIMIT_CORE: 0, resource.RLIMIT_FSIZE: plan.file_bytes,
+              resource.RLIMIT_NOFILE: plan.open_files, resource.RLIMIT_NPROC: plan.max_tasks}
+    if plan.memory_bytes:
+        limits[resource.RLIMIT_AS] = plan.memory_bytes
+    for which, value in limits.items():
+        resource.setrlimit(which, (value, value))
+
+
+def _close_fds(keep: set[int]) -> None:
+    for fd in sorted(int(n) for n in os.listdir("/proc/self/fd")):
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def seccomp_filter(processes: bool):
+    """The system-call filter (libseccomp): what no sandbox may do, whatever its code."""
+    import pyseccomp as sc
+
+    refuse = sc.ERRNO(errno.EPERM)
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    denied = [
+        # other processes' memory and fds
+        "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "pidfd_open",
+        "pidfd_send_signal",
+        # the network: no sockets at all (the judge's channel was opened before)
+        "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+        # the filesystem view and namespaces
+        "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "move_mount", "open_tree", "fsopen",
+        "fsmount", "fsconfig", "fspick", "mount_setattr", "mknod", "mknodat", "open_by_handle_at",
+        "name_to_handle_at",
+        # the kernel
+        "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd", "init_module",
+        "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff",
+        "acct", "quotactl", "iopl", "ioperm", "syslog", "settimeofday", "clock_settime", "adjtimex",
+        "clock_adjtime", "sethostname", "setdomainname", "personality", "vhangup", "uselib",
+        # io_uring runs operations the filter never sees
+        "io_uring_setup", "io_uring_enter", "io_uring_register",
+    ]
+    for name in denied:
+        try:
+            f.add_rule(refuse, name)
+        except (ValueError, OSError):  # not a system call on this architecture
+            pass
+    f.add_rule(refuse, "ioctl", sc.Arg(1, sc.EQ, 0x5412))  # TIOCSTI: typing into a terminal
+    if not processes:
+        for name in ("fork", "vfork", "execve", "execveat"):
+            try:
+                f.add_rule(refuse, name)
+            except (ValueError, OSError):
+                pass
+        f.add_rule(refuse, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))  # threads only
+        f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # flags live in memory: make libc fall back to clone
+        # signals: only to itself (pid 1 of its namespace) or its own process group
+        f.add_rule(refuse, "kill", sc.Arg(0, sc.GT, 1))
+        f.add_rule(refuse, "tgkill", sc.Arg(0, sc.NE, 1))
+        f.add_rule(refuse, "rt_sigqueueinfo", sc.Arg(0, sc.NE, 1))
+        f.add_rule(refuse, "rt_tgsigqueueinfo", sc.Arg(0, sc.NE, 1))
+        f.add_rule(refuse, "tkill")
+    return f
+
+
+def _keep_status(pid: int) -> None:
+    """The keeper: wait for the jailed process and leave the way it left (same exit code or signal)."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(70)
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+
+
+def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None) -> None:
+    """Confine this (single-threaded, root) process. Returns only in the jailed process; the caller's
+    process becomes its keeper and exits when it does. Raises JailError before anything is confined;
+    a failure after that calls `on_failure(message)` and exits with ISOLATION_FAILED_EXIT."""
+    if os.geteuid() != 0:
+        raise JailError("the sandbox isolates candidates as root (it needs CAP_SYS_ADMIN for namespaces and "
+                        "to switch to an unprivileged uid); run the verifier as root, or set "
+                        "verifier.isolation: none for trusted code only")
+    _join_cgroups(plan.cgroups)
+    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP)
+    keeper_alive, keeper_holds = os.pipe()  # EOF on the first once the keeper is gone
+    pid = os.fork()
+    if pid:
+        for fd in (*keep_fds, keeper_alive):  # the judge must see EOF as soon as the jailed process dies
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        _keep_status(pid)
+    try:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.close(keeper_holds)
+        os.set_blocking(keeper_alive, False)
+        try:
+            if os.read(keeper_alive, 1) == b"":  # the keeper died before the parent-death signal was set
+                os._exit(70)
+        except BlockingIOError:
+            pass
+        os.close(keeper_alive)
+        _build_view(plan, gpu)
+        _libc.sethostname(b"sandbox", ctypes.c_size_t(7))
+        _drop_privileges(plan.uid, plan.gid)
+        _set_rlimits(plan)
+        _close_fds(keep_fds)
+        os.environ.update(plan.extra_env)
+        os.environ["TMPDIR"] = "/tmp"
+        os.environ["HOME"] = "/tmp"
+        seccomp_filter(plan.processes).load()  # sets no_new_privs too
+    except BaseException as exc:  # half-confined: never run candidate code
+        try:
+            if on_failure:
+                on_failure(f"sandbox isolation failed: {exc}")
+        finally:
+            os._exit(ISOLATION_FAILED_EXIT)
+
+
+def python_paths() -> list[str]:
+    """Directories the interpreter and its packages live in (read-only in the view)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths |= {p for p in sys.path if p and os.path.isdir(p) and ("site-packages" in p or "dist-packages" in p)}
+    return sorted(str(Path(p).resolve()) for p in paths if os.path.isdir(p))

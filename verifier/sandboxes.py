@@ -1,0 +1,326 @@
+"""The judge's side of sandbox processes: start them (some ahead of time), talk to them, end them.
+
+A `Sandbox` is one process forked from the forkserver (verifier/sandbox.py runs in it) with its home,
+uid and cgroups (verifier/isolation.py). Everything it sends is decoded weights-only and checked by
+the reader; everything it wrote is read through `open_sandbox_file`. `close()` kills its whole tree
+(keeper, jail, and whatever is left in its cgroups) and removes its directories.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from schemas.config import VerifierConfig
+from verifier.isolation import Isolation, SandboxHome, read_sandbox_text
+from verifier.jail import ISOLATION_FAILED_EXIT
+from verifier.reference import loads
+
+MAX_MESSAGE_BYTES = 64 << 20  # control messages are small; tensors travel through verifier/tensor_io.py
+START_TIMEOUT_S = 120.0
+RUN_TASKS = 256  # processes + threads of a run or reference sandbox (CUDA and torch start a few threads)
+BUILD_TASKS = 512
+
+
+class SandboxStartError(RuntimeError):
+    """The sandbox never came up: an infrastructure fault, never the candidate's."""
+
+
+class IsolationUnavailable(SandboxStartError):
+    """This machine cannot build the sandbox's walls (no namespaces, no root)."""
+
+
+def _forkserver_context():
+    ctx = multiprocessing.get_context("forkserver")
+    # The server imports torch and the sandbox (warmed up) once; every sandbox forks from it in
+    # milliseconds. Nothing preloaded may probe CUDA, or forked sandboxes cannot use the GPU.
+    ctx.set_forkserver_preload(["torch", "verifier.sandbox", "pyseccomp"])
+    return ctx
+
+
+class Sandbox:
+    """One sandbox process and the judge's end of its channel."""
+
+    def __init__(self, role: str, proc, conn, home: SandboxHome, isolation: Isolation, device_index: int):
+        self.role, self.proc, self.conn, self.home = role, proc, conn, home
+        self.isolation = isolation
+        self.device_index = device_index
+        self._closed = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def send(self, message: Any) -> None:
+        self.conn.send(message)
+
+    def receive(self, timeout_s: float):
+        """Next message, ("died", exitcode) if the process died, ("garbled", why) if it is not a message the
+        sandbox's own code sends, None on timeout. Decoded weights-only: a candidate that writes its own
+        bytes into the channel cannot make the judge run code."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if self.conn.poll(min(remaining, 0.5)):
+                try:
+                    blob = self.conn.recv_bytes(MAX_MESSAGE_BYTES)
+                except (EOFError, OSError):
+                    self.proc.join(timeout=5)
+                    return ("died", self.proc.exitcode)
+                try:
+                    message = loads(blob)
+                except Exception as exc:
+                    return ("garbled", f"undecodable message ({type(exc).__name__})")
+                if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
+                    return ("garbled", f"malformed message {str(message)[:80]!r}")
+                return message
+            if not self.proc.is_alive():
+                if self.conn.poll(0):
+                    continue
+                return ("died", self.proc.exitcode)
+
+    def start(self, job: dict[str, Any]) -> None:
+        """Hand the sandbox its job and wait for its hello."""
+        job = {"work_dir": str(self.home.work), "io_in": str(self.home.io_in), "io_out": str(self.home.io_out),
+               **job}
+        try:
+            self.send(job)
+        except (OSError, ValueError) as exc:
+            raise SandboxStartError(f"the sandbox process is gone before its job ({exc})") from exc
+        hello = self.receive(START_TIMEOUT_S)
+        if hello is not None and hello[0] == "jail_error":
+            raise IsolationUnavailable(f"{hello[1] if len(hello) > 1 else 'isolation failed'}; run the verifier "
+                                       "as root on a machine with namespaces, or set verifier.isolation: none "
+                                       "(trusted code only)")
+        if hello is None or hello[0] != "hello":
+            if hello and hello[0] == "died" and hello[1] == ISOLATION_FAILED_EXIT:
+                raise IsolationUnavailable("the sandbox could not confine itself")
+            raise SandboxStartError(f"the sandbox process failed to start (got {hello!r}); if you run the verifier "
+                                    "from a script, guard its entry point with `if __name__ == '__main__':`")
+
+    def death_detail(self, exitcode: int | None, when: str) -> str:
+        if exitcode is not None and exitcode < 0:
+            try:
+                how = f"was killed by {signal.Signals(-exitcode).name}"
+            except ValueError:
+                how = f"was killed by signal {-exitcode}"
+        else:
+            how = f"exited with code {exitcode} without reporting"
+        log = read_sandbox_text(self.home.log_path(), 800).strip()
+        return f"the candidate process {how} {when}" + (f"; its last output:\n{log}" if log else "")
+
+    def close(self) -> None:
+        """Stop it, kill whatever it left (the whole tree) and remove its directories. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.proc.is_alive():
+                self.conn.send(("stop",))
+                self.proc.join(timeout=2)
+        except (OSError, BrokenPipeError, ValueError):
+            pass
+        if self.proc.is_alive() or self.proc.exitcode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.kill()
+            self.proc.join(timeout=5)
+        self.conn.close()
+        self.isolation.release(self.home)
+
+
+class JailedRunner:
+    """Runs a build's compiler commands in a build sandbox (started on first use); `FastInlineBuilder`
+    writes sources into `inbox` (read-only in the sandbox) and reads results from `outbox`."""
+
+    def __init__(self, factory: "SandboxFactory", device_index: int, env: dict[str, str]):
+        self._factory, self._device_index, self._env = factory, device_index, env
+        self._sandbox: Sandbox | None = None
+
+    def _box(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = self._factory.start("build", self._device_index)
+            self._sandbox.start({"env": self._env})
+        return self._sandbox
+
+    @property
+    def inbox(self) -> Path:
+        return self._box().home.inbox
+
+    @property
+    def outbox(self) -> Path:
+        return self._box().home.work
+
+    def _ask(self, message: tuple, timeout_s: float):
+        from verifier.fastbuild import BuildError
+
+        box = self._box()
+        box.send(message)
+        reply = box.receive(timeout_s + 30)
+        if reply is None:
+            raise BuildError(f"compilation exceeded {timeout_s:g} s", "")
+        if reply[0] == "build_error" and len(reply) == 3 and all(isinstance(x, str) for x in reply[1:]):
+            raise BuildError(reply[1], reply[2])
+        return reply
+
+    def run(self, commands: list[list[str]], timeout_s: float):
+        import subprocess
+
+        from verifier.fastbuild import BuildError
+
+        reply = self._ask(("run", commands, timeout_s), timeout_s)
+        results = reply[1] if reply[0] == "ran" and len(reply) == 2 and isinstance(reply[1], list) else None
+        if results is None or len(results) != len(commands) or not all(
+                isinstance(r, (list, tuple)) and len(r) == 3 and type(r[0]) is int and isinstance(r[1], str)
+                and isinstance(r[2], str) for r in results):
+            raise BuildError("the build sandbox did not report its compilers' results", str(reply)[:300])
+        return [subprocess.CompletedProcess(c, r[0], r[1], r[2]) for c, r in zip(commands, results)]
+
+    def torch_build(self, kwargs: dict, timeout_s: float) -> Path:
+        from verifier.fastbuild import BuildError
+
+        directory = self.outbox / "torch_ext"
+        reply = self._ask(("torch_build", kwargs, str(directory), timeout_s), timeout_s)
+        # the judge decides where the library is, whatever the sandbox says
+        if reply[0] != "torch_built":
+            raise BuildError("the build sandbox did not report a build", str(reply)[:300])
+        return directory / f"{kwargs['name']}.so"
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+
+class SandboxFactory:
+    """Starts sandboxes of each role for one judge; keeps `spare_sandboxes` run sandboxes ready per device."""
+
+    def __init__(self, config: VerifierConfig, cache_dir: Path, device: str):
+        self.config = config
+        self.device = device
+        self.cache_dir = Path(cache_dir)
+        for sub in ("bridge", "pch"):  # bound read-only into every sandbox, so they must exist first
+            (self.cache_dir / sub).mkdir(parents=True, exist_ok=True)
+        import schemas
+        import verifier
+
+        packages = [Path(verifier.__file__).parent, Path(schemas.__file__).parent]
+        self.isolation = Isolation(config.isolation, self.cache_dir,
+                                   readonly=[*packages, self.cache_dir / "bridge", self.cache_dir / "pch"])
+        self._ctx = _forkserver_context()
+        self._spares: dict[int, list[Sandbox]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._gpu: dict[int, tuple[tuple[str, ...], str]] = {}
+
+    def _gpu_view(self, device_index: int) -> tuple[tuple[str, ...], str]:
+        """(its /dev/nvidia* node, its CUDA_VISIBLE_DEVICES entry) of the judge's GPU `device_index`."""
+        if device_index not in self._gpu:
+            self._gpu[device_index] = (gpu_device_nodes(device_index), _visible_gpu(device_index))
+        return self._gpu[device_index]
+
+    def start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
+        cfg = self.config
+        tasks = BUILD_TASKS if role == "build" else RUN_TASKS
+        home = self.isolation.allocate(cfg.memory_limit_mb, tasks)
+        try:
+            nodes, visible = self._gpu_view(device_index) if self.device == "cuda" and role != "build" \
+                else ((), None)
+            plan = self.isolation.plan(home, processes=role == "build" if processes is None else processes,
+                                       memory_mb=cfg.memory_limit_mb, max_tasks=tasks,
+                                       device=self.device if role != "build" else "cpu", gpu_nodes=nodes)
+            from verifier.sandbox import sandbox_main
+
+            parent_conn, child_conn = self._ctx.Pipe()
+            args = (child_conn, role, self.device if role != "build" else "cpu", cfg.memory_limit_mb, plan, visible)
+            proc = self._ctx.Process(target=sandbox_main, args=args, daemon=True)
+            try:
+                proc.start()
+            except (OSError, EOFError, ConnectionError):  # the forkserver died under us: it restarts on demand
+                proc = self._ctx.Process(target=sandbox_main, args=args, daemon=True)
+                proc.start()
+            child_conn.close()
+        except BaseException:
+            self.isolation.release(home)
+            raise
+        return Sandbox(role, proc, parent_conn, home, self.isolation, device_index)
+
+    def take_run_sandbox(self, device_index: int) -> Sandbox:
+        """A spare run sandbox for this device if one is waiting (its replacement starts in the background),
+        else a fresh one."""
+        taken = None
+        with self._lock:
+            spares = self._spares.setdefault(device_index, [])
+            while spares and taken is None:
+                box = spares.pop(0)
+                if box.alive():
+                    taken = box
+                else:
+                    box.close()
+        if self.config.spare_sandboxes:
+            threading.Thread(target=self._refill, args=(device_index,), daemon=True).start()
+        return taken or self.start("run", device_index)
+
+    def _refill(self, device_index: int) -> None:
+        with self._lock:
+            wanted = self.config.spare_sandboxes - len(self._spares.setdefault(device_index, []))
+        for _ in range(max(0, wanted)):
+            try:
+                box = self.start("run", device_index)
+            except Exception:  # a spare is an optimisation: the next candidate starts its own
+                return
+            with self._lock:
+                if self._closed or len(self._spares[device_index]) >= self.config.spare_sandboxes:
+                    box.close()
+                    return
+                self._spares[device_index].append(box)
+
+    def build_runner(self, device_index: int, cuda_arch: str | None) -> JailedRunner:
+        env = {"TORCH_CUDA_ARCH_LIST": f"{cuda_arch[:-1]}.{cuda_arch[-1]}"} if cuda_arch else {}
+        return JailedRunner(self, device_index, env)
+
+    def spare_pids(self, device_index: int = 0) -> list[int]:
+        with self._lock:
+            return [box.pid for box in self._spares.get(device_index, []) if box.alive()]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            spares = [box for group in self._spares.values() for box in group]
+            self._spares.clear()
+        for box in spares:
+            box.close()
+
+
+def _visible_gpu(device_index: int) -> str:
+    """The CUDA_VISIBLE_DEVICES entry of the judge's GPU `device_index`."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return visible.split(",")[device_index].strip() if visible else str(device_index)
+
+
+def gpu_device_nodes(device_index: int) -> tuple[str, ...]:
+    """The /dev/nvidia<minor> node of the judge's GPU `device_index` (the driver lists each GPU's minor
+    number under its PCI address); every GPU node when that cannot be told."""
+    nodes = tuple(sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*")))
+    try:
+        props = torch.cuda.get_device_properties(device_index)
+        bus = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        info = Path(f"/proc/driver/nvidia/gpus/{bus}/information").read_text()
+        minor = next(line.split(":")[1].strip() for line in info.splitlines() if line.startswith("Device Minor"))
+        return (f"/dev/nvidia{minor}",)
+    except Exception:
+        return nodes
