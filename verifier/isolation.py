@@ -2,12 +2,12 @@
 sandbox confines itself with (verifier/jail.py).
 
 Every sandbox gets, under `<cache>/scratch/<judge>-<n>/`:
-- `work/`: its scratch directory, owned by its uid (its log, its build outputs);
+- `work/`: its scratch directory, owned by its uid (its build outputs);
 - `in/`: the judge's inputs for it (trial tensors, sources to build), read-only in its view;
 - `lib/`: the judge-verified shared objects it may load, read-only (and the only executable files
   it can reach besides the toolchain);
-and in tmpfs (`/dev/shm`) `kd-io-<judge>-<n>-{in,out}` for tensors (inputs judge-owned and read-only,
-outputs its own). `<judge>` is this process's pid and start time, so a later judge recognises the
+and in tmpfs (`/dev/shm`) `kd-io-<judge>-<n>-{in,out}` for tensors and its log (inputs judge-owned and
+read-only, outputs its own: tmpfs pages count against its memory limit). `<judge>` is this process's pid and start time, so a later judge recognises the
 leftovers of a killed one and removes them.
 
 The judge reads what a sandbox wrote only through `open_sandbox_file` (no symlinks, regular files
@@ -151,6 +151,16 @@ class Cgroups:
     @staticmethod
     def destroy(leaves: tuple[str, ...]) -> None:
         """Kill whatever is left in the groups, then remove them."""
+        Cgroups.kill(leaves)
+        for leaf in map(Path, leaves):
+            try:
+                leaf.rmdir()
+            except OSError:
+                pass
+
+    @staticmethod
+    def kill(leaves: tuple[str, ...]) -> None:
+        """SIGKILL every process in the groups until none is left (or 5 s have passed)."""
         for leaf in map(Path, leaves):
             if not leaf.exists():
                 continue
@@ -172,10 +182,6 @@ class Cgroups:
                 if time.monotonic() > deadline:
                     break
                 time.sleep(0.01)
-            try:
-                leaf.rmdir()
-            except OSError:
-                pass
 
     def leftovers(self) -> list[Path]:
         return [leaf for parent in self.parents.values() if parent.exists() for leaf in parent.iterdir()
@@ -228,7 +234,7 @@ class SandboxHome:
     cgroups: tuple[str, ...]
 
     def log_path(self) -> Path:
-        return self.work / "candidate.log"
+        return self.io_out / "candidate.log"
 
 
 def _top_level_symlinks() -> tuple[tuple[str, str], ...]:
@@ -322,6 +328,11 @@ class Isolation:
             memory_bytes=(memory_mb << 20) if device == "cpu" else 0,
             max_tasks=max_tasks,
         )
+
+    def kill(self, home: SandboxHome) -> None:
+        """Kill every process in the sandbox's cgroups (its whole tree) and wait until they are gone."""
+        if home.cgroups:
+            Cgroups.kill(home.cgroups)
 
     def release(self, home: SandboxHome) -> None:
         if home.cgroups:

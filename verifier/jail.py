@@ -298,7 +298,8 @@ def _keep_status(pid: int) -> None:
             continue
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
@@ -312,7 +313,6 @@ def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None
         raise JailError("the sandbox isolates candidates as root (it needs CAP_SYS_ADMIN for namespaces and "
                         "to switch to an unprivileged uid); run the verifier as root, or set "
                         "verifier.isolation: none for trusted code only")
-    _join_cgroups(plan.cgroups)
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP)
     keeper_alive, keeper_holds = os.pipe()  # EOF on the first once the keeper is gone
     pid = os.fork()
@@ -324,6 +324,9 @@ def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None
                 pass
         _keep_status(pid)
     try:
+        # the jail joins its cgroups, the keeper stays out: the judge kills the jail's whole tree through
+        # them, and the keeper reaps it and leaves the way it did
+        _join_cgroups(plan.cgroups)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.close(keeper_holds)
         os.set_blocking(keeper_alive, False)

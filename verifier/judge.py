@@ -205,13 +205,17 @@ class Judge:
             return self._builders[arch]
 
     # -- public ---------------------------------------------------------------------------
-    def verify(self, problem: Problem, candidate: Candidate, devices: Devices | None = None) -> Verdict:
-        """Judge one candidate on a device `devices` assigns (GPU 0 / the CPU when None)."""
+    def verify(self, problem: Problem, candidate: Candidate, devices: Devices | None = None, *,
+               static_rules: bool = True) -> Verdict:
+        """Judge one candidate on a device `devices` assigns (GPU 0 / the CPU when None).
+        `static_rules=False` leaves the static rules out, so red-team tests reach the OS walls and run-time
+        checks alone."""
         start = time.perf_counter()
         devices = devices or Devices([0], exclusive_timing=False)
         device_index = devices.assign()
         phases = _Phases()
-        outcome = self._static(candidate.source) or self._dynamic(problem, candidate, devices, device_index, phases)
+        outcome = (self._static(candidate.source) if static_rules else None) \
+            or self._dynamic(problem, candidate, devices, device_index, phases)
         return Verdict(
             candidate_id=candidate.id,
             problem_id=problem.id,

@@ -104,7 +104,7 @@ _DUNDER_ESCAPES = {"__globals__", "__code__", "__subclasses__", "__dict__", "f_g
 _ESCAPE_ATTRIBUTES = {"sys", "modules", "_getframe", "load_library", "classes", "library", "overrides"}
 # Format strings read attributes too: "{0.__globals__}".format(f)
 _FORMAT_ESCAPE = re.compile(r"\{[^{}]*\.(__\w+__|f_\w+|gi_\w+)")
-_COMPILERS = {"compile", "jit", "_dynamo", "_inductor", "fx", "export", "_C", "_ops"}
+_COMPILERS = {"compile", "jit", "_dynamo", "_inductor", "fx", "export"}
 # torch.* calls ModelNew.forward may make: allocation and views (DESIGN.md §4).
 _FORWARD_GLUE = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "tensor", "as_strided", "reshape",
                  "flatten", "unsqueeze", "squeeze", "transpose", "permute", "narrow", "chunk", "split", "device",
@@ -113,7 +113,7 @@ _FORWARD_GLUE = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", 
 _LIBRARY_INCLUDES = re.compile(
     r"#\s*include\s*[<\"](cublas|cublasLt|cudnn|cutlass|cute|thrust|cub/|mkl|cblas|Eigen|oneapi|dnnl|"
     r"ATen/native|ATen/ops/|cufft|cusparse|cusolver|curand|nccl)[^>\"]*[>\"]")
-_LIBRARY_CALLS = re.compile(r"\b(cublas\w+|cublasLt\w+|cudnn\w+|cblas_\w+|cufft\w+|cusparse\w+|at::native::\w+|"
+_LIBRARY_CALLS = re.compile(r"\b(cublas\w+|cublasLt\w+|cudnn\w+|cblas_\w+|cufft\w+|cusparse\w+|"
                             r"torch::nn::functional|torch::nn::\w+|at::cuda::blas::\w+)\b")
 _SIDE_STREAMS = re.compile(r"\b(cudaStreamCreate\w*|getStreamFromPool|cudaStreamBeginCapture|cudaGraphLaunch)\b")
 # ATen compute called from C++: namespace form (torch::matmul(...)) and method form on tensors (x.matmul(...)).
@@ -236,6 +236,8 @@ class _Checker(ast.NodeVisitor):
         if dotted and dotted[0] in self.torch_names and len(dotted) > 1:
             if dotted[1] in _COMPILERS and dotted[0] == "torch":
                 self.add("torch-compile", f"calls {'.'.join(dotted)}(): compiled torch code is not your kernel")
+            elif any(part.startswith("_") or part in _ESCAPE_ATTRIBUTES for part in dotted[1:]):
+                pass  # torch internals: visit_Attribute names them
             elif self.in_forward and dotted[-1] not in _FORWARD_GLUE and not dotted[-1][:1].isupper() \
                     and not (dotted[0] == "torch" and dotted[1] in ("cuda", "Size", "device")):
                 self.add("torch-compute", f"ModelNew.forward calls {'.'.join(dotted)}(); the computation must be "
@@ -300,15 +302,18 @@ class _Checker(ast.NodeVisitor):
 # interpreter, the harness, other processes or the machine. The sandbox's OS walls stop them too; these
 # rules name them, so the verdict says what was tried.
 _INTERPRETER_API = re.compile(r"#\s*include\s*[<\"]Python\.h|(?<![\w.])Py[A-Z]\w*\s*\(|\b_?Py_\w+\b|"
+                              r"\bPy[A-Z][a-z]+_[A-Z]\w*|"
                               r"\b(?:pybind11|py)::(?:exec|eval|eval_file|globals|module_?::import|import)\b")
 _SYSTEM_HEADERS = re.compile(r"#\s*include\s*[<\"](?:sys/|netinet/|arpa/|linux/|asm/|"
                              r"(?:unistd|dlfcn|spawn|signal|fcntl|link|elf|netdb|ucontext|setjmp|seccomp|sched|"
                              r"pthread)\.h|csignal|csetjmp)[^>\"]*[>\"]")
-_SYSTEM_CALLS = re.compile(r"(?<![\w.>])(?:fork|vfork|execve?|execl[pe]?|execvp?e?|system|popen|posix_spawnp?|"
-                           r"clone3?|kill|tgkill|ptrace|socket|socketpair|sendto|sendmsg|syscall|setns|"
-                           r"unshare|mount|prctl|seccomp|dlopen|dlmopen|dlsym|dlvsym|mprotect|memfd_create|"
-                           r"process_vm_writev|process_vm_readv|setsid|daemon|raise|abort|exit|_exit|quick_exit)"
-                           r"\s*\(")
+# Names no kernel uses for anything else are refused wherever they appear (a function pointer is as good
+# as a call); common words (system, kill, socket, exit...) only when called.
+_SYSTEM_NAMES = re.compile(r"\b(?:fork|vfork|execve|execveat|execvpe?|execlp?e?|posix_spawnp?|popen|ptrace|socketpair|"
+                           r"syscall|setns|unshare|dlopen|dlmopen|dlsym|dlvsym|memfd_create|process_vm_writev|"
+                           r"process_vm_readv|pidfd_open|pidfd_getfd|mprotect|prctl|seccomp|pivot_root|chroot)\b")
+_SYSTEM_CALLS = re.compile(r"(?<![\w.>])(?:system|clone3?|kill|tgkill|socket|sendto|sendmsg|mount|setsid|daemon|"
+                           r"raise|abort|exit|_exit|quick_exit)\s*\(")
 _PROC_PATH = re.compile(r"/proc\b|/dev/(?:mem|kmem|nvidia)|/sys/")
 _INLINE_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b\s*(?:volatile|__volatile__|goto)?\s*\(")
 _ASM_TEMPLATE = re.compile(r'\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
@@ -371,7 +376,7 @@ def check_native_source(text: str, cuda: bool | None = None) -> list[Violation]:
     m = _INTERPRETER_API.search(text)
     if m:
         found.append(Violation("interpreter-api", f"uses the Python interpreter from native code ({m.group(0).strip()})"))
-    m = _SYSTEM_HEADERS.search(text) or _SYSTEM_CALLS.search(text)
+    m = _SYSTEM_HEADERS.search(text) or _SYSTEM_NAMES.search(text) or _SYSTEM_CALLS.search(text)
     if m:
         found.append(Violation("system-api", f"uses operating-system interfaces ({m.group(0).strip().rstrip('(')}): "
                                              "a kernel needs none"))

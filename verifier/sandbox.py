@@ -104,7 +104,8 @@ def _sender(conn):
 
 def _prepare(job: dict[str, Any]) -> None:
     os.chdir(job["work_dir"])
-    _redirect_output(os.path.join(job["work_dir"], "candidate.log"))
+    # the log lives in tmpfs, charged to the sandbox's memory: a flood of output fills its cgroup, not a disk
+    _redirect_output(os.path.join(job["io_out"], "candidate.log"))
     torch.set_num_threads(job.get("num_threads", 1))
 
 

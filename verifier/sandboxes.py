@@ -132,6 +132,10 @@ class Sandbox:
                 self.proc.join(timeout=2)
         except (OSError, BrokenPipeError, ValueError):
             pass
+        if self.proc.is_alive() and self.home.cgroups:
+            # the jail first (everything in its cgroups), so the keeper reaps it rather than init
+            self.isolation.kill(self.home)
+            self.proc.join(timeout=2)
         if self.proc.is_alive() or self.proc.exitcode is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

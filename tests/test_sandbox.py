@@ -1,0 +1,166 @@
+"""The sandbox against hostile candidates (tests/attacks.py), cpu backend, for real: each case is judged
+on its own and followed by a check of the machine — no file outside scratch, no process left, no
+connection made, judge and forkserver alive, caches intact, no leftovers."""
+
+from __future__ import annotations
+
+import multiprocessing.forkserver
+import os
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from schemas import load_config
+from schemas.records import Candidate
+from schemas.records import VerdictCategory as V
+from tests.attacks import SECRET_TEXT, Host, attacks
+from tests.kernels import REFERENCE, candidate, problem
+from verifier.isolation import SANDBOX_UID_BASE
+from verifier.judge import Judge
+from verifier.signed_store import SignedStore, home_secret
+
+
+def sandbox_processes() -> list[int]:
+    """Processes on this machine running as a sandbox uid."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            uid = next(int(line.split()[1]) for line in (entry / "status").read_text().splitlines()
+                       if line.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        if SANDBOX_UID_BASE <= uid < SANDBOX_UID_BASE + (1 << 24):
+            found.append(int(entry.name))
+    return found
+
+
+def children_of(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    kids.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    return kids
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory, verifier_cache):
+    root = tmp_path_factory.mktemp("attacks")
+    secret = root / "secret.txt"
+    secret.write_text(SECRET_TEXT)
+    secret.chmod(0o644)  # readable by anyone: only the sandbox's view may keep it out
+    markers = root / "markers"
+    markers.mkdir()
+    markers.chmod(0o777)  # writable by anyone: idem
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.setblocking(False)
+    cfg = load_config(None, ["verifier.run_timeout_s=4", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
+                             "verifier.memory_limit_mb=4096", "verifier.trials=2", "verifier.timing_runs=5"]).verifier
+    judge = Judge(cfg, verifier_cache)
+    assert judge.verify(problem(), candidate("correct")).category == V.passed  # builds the bridge, starts the forkserver
+    host = Host(secret_file=str(secret), cache_dir=str(verifier_cache), port=listener.getsockname()[1],
+                judge_pid=os.getpid(), forkserver_pid=multiprocessing.forkserver._forkserver._forkserver_pid,
+                marker_dir=str(markers))
+    yield judge, host, listener
+    judge.close()
+    listener.close()
+
+
+def test_the_isolation_in_use_is_the_real_one(setting):
+    judge, _, _ = setting
+    assert judge.isolation.startswith("namespaces + seccomp")
+
+
+@pytest.mark.parametrize("name", sorted(attacks(Host("/x", "/x", 1, 1, 1, "/x"))))
+def test_attack_fails_and_leaves_the_machine_as_it_was(setting, name):
+    judge, host, listener = setting
+    attack = attacks(host)[name]
+    p = problem()
+    cand = Candidate(id=Candidate.make_id(p.id, attack.source, "cpu"), problem_id=p.id, source=attack.source,
+                     origin=name)
+    store = SignedStore(Path(host.cache_dir) / "builds", home_secret(host.cache_dir))
+    v = judge.verify(p, cand, static_rules=not attack.bypass_static)
+
+    expected = attack.category if isinstance(attack.category, tuple) else (attack.category,)
+    assert v.category in expected, f"{name}: {v.category.value} ({v.rule}) {v.detail}"
+    if attack.rule:
+        assert v.rule == attack.rule, f"{name}: {v.rule} {v.detail}"
+    assert "ATTACK SUCCEEDED" not in v.detail, v.detail
+    assert not any(secret in v.detail for secret in attack.secrets), v.detail
+    # the machine, after the verdict
+    for marker in attack.markers:
+        assert not os.path.exists(marker), f"{name} left {marker}"
+    assert sandbox_processes() == [], f"{name}: sandbox processes survive the verdict"
+    assert children_of(host.forkserver_pid) == [], f"{name}: a sandbox's keeper survives the verdict"
+    os.kill(host.forkserver_pid, 0)  # the forkserver lives
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # no connection ever reached the listener
+    entries = [e for e in store.root.iterdir() if not e.name.startswith(".")]
+    assert all(store.get(e.name) is not None for e in entries), f"{name}: a build entry fails authentication"
+    assert not (Path(host.cache_dir) / "verdicts" / "forged.json").exists()
+    assert [p.name for p in judge.sandboxes.isolation.scratch_root.iterdir() if not p.name.startswith(".")] == []
+    assert list(judge.sandboxes.isolation.io_root.glob(f"kd-io-{judge.sandboxes.isolation.tag}-*")) == []
+    if name == "walls_patch_timer":  # a pass, but the timing the sandbox forged was overruled by the judge's clock
+        assert v.timing["overruled"] == 1.0 and v.timing["claimed_s"] < 1e-6, v.timing
+        assert v.speedup_vs_eager < 1.0, v.speedup_vs_eager
+
+
+def test_the_judge_still_judges_after_every_attack(setting):
+    judge, _, _ = setting
+    assert judge.verify(problem(), candidate("correct")).category == V.passed
+    assert judge.verify(problem(), candidate("wrong_output")).category == V.wrong_output
+
+
+def test_a_killed_forkserver_costs_at_most_one_verdict(setting):
+    judge, _, _ = setting
+    server = multiprocessing.forkserver._forkserver._forkserver_pid
+    os.kill(server, 9)
+    time.sleep(0.2)
+    results = []
+    for _ in range(2):
+        try:
+            results.append(judge.verify(problem(), candidate("correct")).category)
+        except Exception as exc:  # the one verdict the kill may cost is a harness error, never a wrong verdict
+            results.append(type(exc).__name__)
+    assert results[-1] == V.passed and all(r in (V.passed, "SandboxStartError") for r in results), results
+    assert multiprocessing.forkserver._forkserver._forkserver_pid != server
+
+
+def test_a_reference_that_needs_100_gb_is_one_problems_error(setting):
+    from schemas.records import Problem
+    from verifier.reference import ReferenceError
+
+    judge, _, _ = setting
+    huge = REFERENCE.replace("return [torch.randn(4, 8)]", "return [torch.randn(4, 8), bytearray(100 << 30)]")
+    bad = Problem(id=Problem.make_id(huge), source="kernelbench", reference=huge, name="hundred_gb")
+    cand = candidate("correct")
+    with pytest.raises(ReferenceError, match="hundred_gb"):
+        judge.verify(bad, cand.model_copy(update={"problem_id": bad.id}))
+    assert sandbox_processes() == []
+    assert judge.verify(problem(), candidate("correct")).category == V.passed
+
+
+def test_leftovers_of_a_killed_judge_are_removed_by_the_next(tmp_path):
+    """Scratch, tmpfs and cgroups named after a judge process that is gone are cleaned on the next start."""
+    from verifier.isolation import Isolation
+
+    first = Isolation("namespaces", tmp_path, readonly=[])
+    home = first.allocate(256, 64)
+    dead = f"999999999-1-{home.name.rsplit('-', 1)[1]}"
+    for path in (home.root, home.io_in, home.io_out):
+        path.rename(path.with_name(path.name.replace(first.tag, "999999999-1")))
+    leftovers = [first.scratch_root / dead, first.io_root / f"kd-io-{dead}-in", first.io_root / f"kd-io-{dead}-out"]
+    assert all(p.exists() for p in leftovers)
+    second = Isolation("namespaces", tmp_path, readonly=[])
+    assert not any(p.exists() for p in leftovers)
+    first.release(home)
+    assert second.tag == first.tag  # the same (live) process: its own sandboxes are never taken for leftovers
