@@ -9,6 +9,11 @@ baseline measured in the same run, and whether every verdict category agrees.
 
     python benchmarks/verify_throughput.py --backend cpu --n 8
     python benchmarks/verify_throughput.py --backend cuda --n 32
+    python benchmarks/verify_throughput.py --backend cpu --n 8 --isolation-cost   # namespaces vs none
+
+`--isolation-cost` prices the sandbox's walls: the same candidates judged with `verifier.isolation: none`
+(a plain process) and `namespaces` (verifier/jail.py), fast path, warm caches, plus the time to start one
+sandbox and have it confined and answering, measured directly over 20 starts.
 """
 
 from __future__ import annotations
@@ -25,10 +30,11 @@ from verifier.examples import example_set
 from verifier.pool import LocalVerifierPool
 
 
-def run(pairs, backend: str, fast: bool, cache: Path, workers: int, compile_workers: int, spares: int) -> dict:
+def run(pairs, backend: str, fast: bool, cache: Path, workers: int, compile_workers: int, spares: int,
+        isolation: str = "namespaces") -> dict:
     config = VerifierConfig(backend=backend, fast_build=fast, use_cache=False, workers=workers,
                             compile_workers=compile_workers, compile_timeout_s=600, run_timeout_s=60,
-                            compare_torch_compile=False, trials=5, spare_sandboxes=spares)
+                            compare_torch_compile=False, trials=5, spare_sandboxes=spares, isolation=isolation)
     start = time.perf_counter()
     with LocalVerifierPool(config, cache) as pool:
         verdicts = {v.candidate_id: v for v in pool.verify_many(pairs)}
@@ -37,7 +43,44 @@ def run(pairs, backend: str, fast: bool, cache: Path, workers: int, compile_work
     return {"wall": wall, "verdicts": verdicts, "median_latency": statistics.median(latencies),
             "median_build": statistics.median(v.compile_seconds for v in verdicts.values()),
             "median_run": statistics.median(v.run_seconds for v in verdicts.values()),
+            "median_start": statistics.median(v.phases.get("start", 0.0) for v in verdicts.values()),
             "categories": {cid: v.category.value for cid, v in verdicts.items()}}
+
+
+def sandbox_start_seconds(backend: str, isolation: str, cache: Path, n: int = 20) -> float:
+    """Median seconds from asking for a sandbox to its hello (fork from the warm forkserver, confinement),
+    one at a time, with no candidate: what isolation adds to every verdict before any candidate code runs."""
+    from verifier.sandboxes import SandboxFactory
+
+    config = VerifierConfig(backend=backend, isolation=isolation, spare_sandboxes=0)
+    factory = SandboxFactory(config, cache, backend)
+    samples = []
+    for _ in range(n + 1):  # the first also starts the forkserver: not counted
+        start = time.perf_counter()
+        box = factory.start("build")
+        box.start({})
+        samples.append(time.perf_counter() - start)
+        box.close()
+    return statistics.median(samples[1:])
+
+
+def isolation_cost(pairs, args, root: Path) -> None:
+    cache = root / "iso"
+    run(pairs, args.backend, True, cache, args.workers, args.compile_workers, args.spares)  # headers, bridge
+    print(f"{'isolation':<28}{'wall s':>9}{'cand/min':>10}{'median latency s':>18}{'median start s':>16}"
+          f"{'x none':>8}{'same verdicts':>15}", flush=True)
+    base = None
+    for isolation in ("none", "namespaces"):
+        shutil.rmtree(cache / "builds", ignore_errors=True)  # every row builds its candidates
+        r = run(pairs, args.backend, True, cache, args.workers, args.compile_workers, args.spares, isolation)
+        base = base or r
+        same = "yes" if r["categories"] == base["categories"] else "NO"
+        print(f"{isolation:<28}{r['wall']:>9.1f}{60 * len(pairs) / r['wall']:>10.1f}{r['median_latency']:>18.2f}"
+              f"{r['median_start']:>16.3f}{base['wall'] / r['wall']:>8.2f}{same:>15}", flush=True)
+    starts = {iso: sandbox_start_seconds(args.backend, iso, cache) for iso in ("none", "namespaces")}
+    print(f"sandbox start to hello, median of 20: none {starts['none'] * 1e3:.1f} ms, namespaces "
+          f"{starts['namespaces'] * 1e3:.1f} ms, isolation adds {(starts['namespaces'] - starts['none']) * 1e3:.1f} ms "
+          f"per sandbox (a verdict uses one, plus one build sandbox when it compiles)")
 
 
 def main() -> None:
@@ -50,12 +93,19 @@ def main() -> None:
     parser.add_argument("--spares", type=int, default=VerifierConfig().spare_sandboxes,
                         help="sandboxes started ahead (verifier.spare_sandboxes)")
     parser.add_argument("--skip-baseline", action="store_true", help="only the fast path (no ratio)")
+    parser.add_argument("--isolation-cost", action="store_true", help="namespaces against no isolation instead")
     args = parser.parse_args()
 
     pairs = example_set(args.n, args.backend)
     root = Path(tempfile.mkdtemp(prefix="kd-bench-"))
     print(f"verify_throughput: backend={args.backend} candidates={len(pairs)} in_flight={args.compile_workers or 'default'}"
           f" spares={args.spares}", flush=True)
+    if args.isolation_cost:
+        try:
+            isolation_cost(pairs, args, root)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return
     print(f"{'path':<24}{'wall s':>9}{'cand/min':>10}{'median latency s':>18}{'build s':>9}{'run s':>8}"
           f"{'x baseline':>12}{'same verdicts':>15}", flush=True)
     baseline = None

@@ -141,3 +141,65 @@ def test_cuda_template_teacher_solutions_pass_on_the_gpu(verifier_cache):
     with LocalVerifierPool(cfg, verifier_cache) as pool:
         verdicts = list(pool.verify_many(pairs))
     assert all(v.passed for v in verdicts), [v.detail for v in verdicts]
+
+
+# -- the sandbox on the GPU: hostile cuda candidates, then a check of the machine ----------------------------
+SECRET = "KD-GPU-SECRET-1187"
+
+
+def cuda_attacks(secret_file: str, cache_dir: str) -> dict[str, tuple[Candidate, V, str | None, bool]]:
+    """name -> (candidate, expected category, rule, static rules on)."""
+    host = lambda code: [("auto out = torch::empty_like(x);", code + "\n    auto out = torch::empty_like(x);")]
+    read = ('std::string got; if (FILE* f = fopen("PATH", "rb")) { char buf[128] = {0}; got.assign(buf, fread(buf, 1, 127, f)); '
+            'fclose(f); } TORCH_CHECK(got.empty(), "ATTACK SUCCEEDED: ", got); TORCH_CHECK(false, "attack refused");')
+    forward = "return scale_shift_ext.scale_shift_cuda(x.contiguous())"
+    return {
+        "read_host_file": (cuda_candidate(extra="", replace=host(read.replace("PATH", secret_file))), V.runtime_error, None, True),
+        "read_cache_secret": (cuda_candidate(replace=host(read.replace("PATH", f"{cache_dir}/secret"))), V.runtime_error,
+                              None, True),
+        "spawn_through_pointer": (cuda_candidate(replace=host(
+            'int (*run)(const char*) = std::system; TORCH_CHECK(run("true") != 0, "ATTACK SUCCEEDED: spawned"); '
+            'TORCH_CHECK(false, "attack refused");')), V.runtime_error, None, True),
+        "inet_socket_through_pointer": (cuda_candidate(extra="", replace=[
+            ("#include <cuda_runtime.h>", '#include <cuda_runtime.h>\nextern "C" int socket/**/(int, int, int);')] + host(
+            'int (*make)(int, int, int) = socket; TORCH_CHECK(make(2, 1, 0) < 0, "ATTACK SUCCEEDED: socket"); '
+            'TORCH_CHECK(false, "attack refused");')), V.runtime_error, None, True),
+        "x86_asm_in_host_code": (cuda_candidate(replace=host('unsigned lo, hi; asm volatile("rdtsc" : "=a"(lo), "=d"(hi));')),
+                                 V.illegal, "inline-asm", True),
+        # the view from inside (static rules off): which device nodes, which processes
+        "device_nodes_and_processes": (cuda_candidate(forward=(
+            "import os\n        raise RuntimeError('VIEW ' + ' '.join(sorted(os.listdir('/dev'))) + ' PIDS ' + "
+            "' '.join(p for p in os.listdir('/proc') if p.isdigit()))")), V.runtime_error, None, False),
+    }
+
+
+def test_cuda_attacks_fail_and_leave_the_machine_as_it_was(tmp_path):
+    from tests.test_sandbox import sandbox_processes
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text(SECRET)
+    secret.chmod(0o644)
+    cache = tmp_path / "cache"
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=10", "verifier.use_cache=false",
+                             "verifier.spare_sandboxes=0"]).verifier
+    judge = Judge(cfg, cache)
+    problem = example_problem("scale_shift", "cuda")
+    try:
+        for name, (cand, category, rule, static) in cuda_attacks(str(secret), str(cache)).items():
+            cand = Candidate(id=Candidate.make_id(problem.id, cand.source, "cuda"), problem_id=problem.id,
+                             source=cand.source, backend="cuda")
+            v = judge.verify(problem, cand, static_rules=static)
+            assert v.category == category and v.rule == rule, f"{name}: {v.category} {v.rule} {v.detail}"
+            assert "ATTACK SUCCEEDED" not in v.detail and SECRET not in v.detail, f"{name}: {v.detail}"
+            assert sandbox_processes() == [], name
+            if name == "device_nodes_and_processes":
+                view = v.detail.split("VIEW ", 1)[1].split(" PIDS ")
+                nodes = set(view[0].split())
+                assert nodes <= {"fd", "full", "null", "random", "shm", "stderr", "stdin", "stdout", "urandom", "zero",
+                                 "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"} | {f"nvidia{i}" for i in range(16)}
+                assert len([n for n in nodes if n[6:].isdigit() and n.startswith("nvidia")]) == 1, nodes
+                assert view[1].split()[0] == "1" and len(view[1].split()) == 1, view[1]  # it sees only itself
+        assert judge.verify(problem, Candidate(id="ok", problem_id=problem.id, source=cuda_candidate().source,
+                                               backend="cuda")).category == V.passed
+    finally:
+        judge.close()

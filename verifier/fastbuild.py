@@ -189,7 +189,10 @@ _STD_HEADERS = {
                      "decay_t", "remove_reference_t", "is_floating_point", "is_integral"], "type_traits"),
     **dict.fromkeys(["initializer_list"], "initializer_list"), **dict.fromkeys(["atomic"], "atomic"),
     **dict.fromkeys(["memcpy", "memset", "strlen", "strcmp"], "cstring"),
-    **dict.fromkeys(["printf", "snprintf", "fprintf"], "cstdio"), **dict.fromkeys(["assert"], "cassert"),
+    **dict.fromkeys(["printf", "snprintf", "fprintf", "FILE", "fopen", "fclose", "fread", "fwrite"], "cstdio"),
+    **dict.fromkeys(["assert"], "cassert"),
+    **dict.fromkeys(["malloc", "calloc", "realloc", "free", "getenv", "atoi", "atof", "strtol", "strtod", "rand",
+                     "srand", "qsort", "system"], "cstdlib"),
     **dict.fromkeys(["ceil_div"], "cmath"),
 }
 _ALL_STD_HEADERS = sorted(set(_STD_HEADERS.values()) | {"iomanip", "chrono", "thread", "mutex", "list", "deque",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import signal
 import stat
@@ -72,6 +73,10 @@ def process_start_time(pid: int) -> str | None:
         return None
 
 
+_SCRATCH_NAME = re.compile(r"(?P<judge>\d+-\d+)-\d+")
+_IO_NAME = re.compile(r"kd-io-(?P<judge>\d+-\d+)-\d+-(?:in|out)")
+
+
 def _alive(tag: str) -> bool:
     pid, _, start = tag.partition("-")
     return pid.isdigit() and process_start_time(int(pid)) == start
@@ -81,15 +86,24 @@ class Cgroups:
     """Memory and process limits for a sandbox's whole process tree: cgroup v2, or v1's memory and pids
     hierarchies. `detect()` is None where neither can be used (then rlimits are the only limits)."""
 
-    def __init__(self, version: int, parents: dict[str, Path]):
+    def __init__(self, version: int, parents: dict[str, Path], controllers: set[str] = frozenset({"memory", "pids"})):
         self.version = version
         self.parents = parents  # controller ("memory", "pids", or "" for v2) -> our kerneldojo directory
+        self.controllers = set(controllers)
 
     def __repr__(self) -> str:
-        return f"cgroup v{self.version}"
+        return f"cgroup v{self.version} ({'+'.join(sorted(self.controllers))})"
 
     @classmethod
     def detect(cls) -> "Cgroups | None":
+        """Once per process (on cgroup v2 it may move this process into a leaf of its group)."""
+        global _DETECTED
+        if _DETECTED is _UNKNOWN:
+            _DETECTED = cls._detect()
+        return _DETECTED
+
+    @classmethod
+    def _detect(cls) -> "Cgroups | None":
         mounts = _cgroup_mounts()
         own = _own_cgroups()
         for attempt in (cls._v2, cls._v1):
@@ -107,15 +121,26 @@ class Cgroups:
         if root is None or "" not in own:
             return None
         base = root / own[""].lstrip("/")
-        if not {"memory", "pids"} <= set((base / "cgroup.controllers").read_text().split()):
+        wanted = {"memory", "pids"} & set((base / "cgroup.controllers").read_text().split())
+        if "memory" not in wanted:  # without pids, RLIMIT_NPROC of the sandbox's own uid bounds its processes
             return None
+        try:
+            _enable_controllers(base, wanted)
+        except OSError:
+            # cgroup v2 lets a group hand controllers to children only while it holds no process itself:
+            # move this group's processes into a leaf of their own first (as systemd does with init.scope)
+            leaf = base / "kd-judge"
+            leaf.mkdir(exist_ok=True)
+            for pid in _cgroup_pids(base):
+                try:
+                    (leaf / "cgroup.procs").write_text(str(pid))
+                except OSError:  # gone meanwhile, or a kernel thread
+                    pass
+            _enable_controllers(base, wanted)
         parent = base / "kerneldojo"
         parent.mkdir(exist_ok=True)
-        for directory in (base, parent):  # fails (EBUSY) where `base` holds processes and is not the root
-            enabled = set((directory / "cgroup.subtree_control").read_text().split())
-            if not {"memory", "pids"} <= enabled:
-                (directory / "cgroup.subtree_control").write_text("+memory +pids")
-        return cls(2, {"": parent})
+        _enable_controllers(parent, wanted)
+        return cls(2, {"": parent}, wanted)
 
     @classmethod
     def _v1(cls, mounts, own) -> "Cgroups | None":
@@ -139,7 +164,8 @@ class Cgroups:
                 (leaf / "memory.max").write_text(str(memory_bytes))
                 if (leaf / "memory.swap.max").exists():
                     (leaf / "memory.swap.max").write_text("0")
-                (leaf / "pids.max").write_text(str(max_tasks))
+                if "pids" in self.controllers:
+                    (leaf / "pids.max").write_text(str(max_tasks))
             elif controller == "memory":
                 (leaf / "memory.limit_in_bytes").write_text(str(memory_bytes))
                 if (leaf / "memory.memsw.limit_in_bytes").exists():
@@ -186,6 +212,18 @@ class Cgroups:
     def leftovers(self) -> list[Path]:
         return [leaf for parent in self.parents.values() if parent.exists() for leaf in parent.iterdir()
                 if leaf.is_dir()]
+
+
+_COUNTER = itertools.count()
+_COUNTER_LOCK = threading.Lock()
+_UNKNOWN = object()
+_DETECTED = _UNKNOWN
+
+
+def _enable_controllers(directory: Path, wanted: set[str]) -> None:
+    enabled = set((directory / "cgroup.subtree_control").read_text().split())
+    if not wanted <= enabled:
+        (directory / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))
 
 
 def _cgroup_pids(leaf: Path) -> list[int]:
@@ -256,13 +294,13 @@ class Isolation:
         self.scratch_root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.scratch_root, 0o711)
         self.io_root = _SHM if _SHM.is_dir() and os.access(_SHM, os.W_OK) else self.scratch_root
-        self._counter = itertools.count()
         self._lock = threading.Lock()
         self.mountpoint = self.scratch_root / ".jailroot"  # any empty directory: mounted over privately
         self.mountpoint.mkdir(exist_ok=True)
         self.cgroups = Cgroups.detect() if level == "namespaces" else None
         self.remove_leftovers()
-        self._readonly = tuple(sorted({*_system_paths(), *python_paths(), *(str(p) for p in readonly)}))
+        self._readonly = tuple(sorted({*_system_paths(), *python_paths(private=str(self.cache_dir)),
+                                       *(str(p) for p in readonly)}))
         self._symlinks = _top_level_symlinks()
 
     def describe(self) -> str:
@@ -272,26 +310,27 @@ class Isolation:
 
     # -- leftovers of killed judges ---------------------------------------------------------
     def remove_leftovers(self) -> int:
-        """Scratch, tmpfs and cgroups of judges that are gone. Returns how many were removed."""
+        """Scratch, tmpfs and cgroups of judges that are gone (named `<pid>-<start>-<n>`, nothing else is
+        touched). Returns how many were removed."""
         removed = 0
-        for entry in list(self.scratch_root.iterdir()) + list(self.io_root.glob("kd-io-*")):
-            tag = entry.name.removeprefix("kd-io-").rsplit("-", 2)[0] if entry.name.startswith("kd-io-") \
-                else entry.name.rsplit("-", 1)[0]
-            if entry.name.startswith(".") or _alive(tag):
-                continue
-            shutil.rmtree(entry, ignore_errors=True)
-            removed += 1
+        entries = [(e, _SCRATCH_NAME.fullmatch(e.name)) for e in self.scratch_root.iterdir()]
+        entries += [(e, _IO_NAME.fullmatch(e.name)) for e in self.io_root.glob("kd-io-*")]
         if self.cgroups:
-            for leaf in self.cgroups.leftovers():
-                if not _alive(leaf.name.rsplit("-", 1)[0]):
-                    Cgroups.destroy((str(leaf),))
-                    removed += 1
+            entries += [(e, _SCRATCH_NAME.fullmatch(e.name)) for e in self.cgroups.leftovers()]
+        for entry, match in entries:
+            if match is None or _alive(match.group("judge")):
+                continue
+            if entry.parent.name == "kerneldojo" and not str(entry).startswith(str(self.scratch_root)):
+                Cgroups.destroy((str(entry),))
+            else:
+                shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
         return removed
 
     # -- one sandbox ------------------------------------------------------------------------
     def allocate(self, memory_mb: int, max_tasks: int) -> SandboxHome:
-        with self._lock:
-            n = next(self._counter)
+        with _COUNTER_LOCK:  # one numbering per process: several judges (pools) share /dev/shm
+            n = next(_COUNTER)
         name = f"{self.tag}-{n}"
         uid = SANDBOX_UID_BASE + (hash(self.tag) % 4096) * 4096 + n % 4096
         root = self.scratch_root / name
@@ -355,4 +394,11 @@ def _system_paths() -> list[str]:
     for p in os.environ.get("LD_LIBRARY_PATH", "").split(":"):
         if p and os.path.isdir(p):
             paths.append(os.path.realpath(p))
+    # compilers named by the environment or found first on PATH (a toolchain under /opt, say): their prefix
+    for name in [os.environ.get(v, "") for v in ("CC", "CXX", "CUDAHOSTCXX", "NVCC_CCBIN")] + ["c++", "gcc", "nvcc"]:
+        found = shutil.which(name) if name else None
+        if found:
+            prefix = Path(os.path.realpath(found)).parent.parent
+            if str(prefix) not in ("/", "/usr"):
+                paths.append(str(prefix))
     return [p for p in paths if os.path.exists(p)]

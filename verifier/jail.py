@@ -12,8 +12,8 @@ with the same system calls, in the forked child before it sees any candidate cod
   null/zero/random nodes (and for cuda the `/dev/nvidia*` nodes of its GPU), a `/proc` of its own pid
   namespace (it sees only itself);
 - rlimits, all file descriptors but the judge's channel closed, no_new_privs and a seccomp filter
-  (libseccomp): no ptrace, no sockets, no mounts or namespaces, no kernel keyrings/BPF/modules, no
-  io_uring, and for run jails no process creation and no signals beyond its own process.
+  (libseccomp): no ptrace, no sockets but Unix ones, no mounts or namespaces, no kernel keyrings, BPF or
+  modules, no io_uring, and for run jails no process creation and no signals beyond its own process.
 
 The process that called `enter` stays outside as the keeper: it waits for the jailed process (pid 1 of
 the new pid namespace) and exits the way it did. Killing the keeper kills the jail (parent-death signal),
@@ -40,6 +40,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 CLONE_THREAD = 0x00010000
+AF_UNIX = 1
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
@@ -160,8 +161,11 @@ def _build_view(plan: JailPlan, gpu: bool) -> None:
     inside = lambda p: root + p
     # /tmp first: host paths under /tmp (a test's cache, say) are bound below it, inside this tmpfs.
     # Nothing writable is executable: a candidate cannot drop a library of its own making and load it.
+    # (Jails that may start processes get an executable /tmp: torch.compile's reference loads what Triton
+    # and inductor build there. A candidate's run jail never does.)
     os.makedirs(inside("/tmp"))
-    mount("tmpfs", inside("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"mode=1777,size={plan.tmp_bytes}")
+    mount("tmpfs", inside("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV | (0 if plan.processes else MS_NOEXEC),
+          f"mode=1777,size={plan.tmp_bytes}")
     # /dev: a tmpfs holding only the allowed nodes (bound, never created: no mknod needed)
     os.makedirs(inside("/dev"), exist_ok=True)
     mount("tmpfs", inside("/dev"), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k")
@@ -249,8 +253,6 @@ def seccomp_filter(processes: bool):
         # other processes' memory and fds
         "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "pidfd_open",
         "pidfd_send_signal",
-        # the network: no sockets at all (the judge's channel was opened before)
-        "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
         # the filesystem view and namespaces
         "mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "move_mount", "open_tree", "fsopen",
         "fsmount", "fsconfig", "fspick", "mount_setattr", "mknod", "mknodat", "open_by_handle_at",
@@ -269,6 +271,11 @@ def seccomp_filter(processes: bool):
         except (ValueError, OSError):  # not a system call on this architecture
             pass
     f.add_rule(refuse, "ioctl", sc.Arg(1, sc.EQ, 0x5412))  # TIOCSTI: typing into a terminal
+    # The network: no sockets but Unix ones. The CUDA driver opens a Unix socket at start-up (to reach a
+    # daemon that is not in the view; without the socket call it fails the whole CUDA init). A Unix socket
+    # reaches only paths in the view and the net namespace's own abstract names: nothing.
+    f.add_rule(refuse, "socket", sc.Arg(0, sc.NE, AF_UNIX))
+    f.add_rule(refuse, "socketpair", sc.Arg(0, sc.NE, AF_UNIX))
     if not processes:
         for name in ("fork", "vfork", "execve", "execveat"):
             try:
@@ -313,7 +320,7 @@ def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None
         raise JailError("the sandbox isolates candidates as root (it needs CAP_SYS_ADMIN for namespaces and "
                         "to switch to an unprivileged uid); run the verifier as root, or set "
                         "verifier.isolation: none for trusted code only")
-    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP)
+    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID)
     keeper_alive, keeper_holds = os.pipe()  # EOF on the first once the keeper is gone
     pid = os.fork()
     if pid:
@@ -327,6 +334,7 @@ def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None
         # the jail joins its cgroups, the keeper stays out: the judge kills the jail's whole tree through
         # them, and the keeper reaps it and leaves the way it did
         _join_cgroups(plan.cgroups)
+        unshare(CLONE_NEWCGROUP)  # after joining: its cgroup is the root of what it can see
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.close(keeper_holds)
         os.set_blocking(keeper_alive, False)
@@ -342,8 +350,10 @@ def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None
         _set_rlimits(plan)
         _close_fds(keep_fds)
         os.environ.update(plan.extra_env)
-        os.environ["TMPDIR"] = "/tmp"
-        os.environ["HOME"] = "/tmp"
+        # every cache a library keeps goes to the jail's own /tmp (the host's are not in its view)
+        os.environ.update(TMPDIR="/tmp", HOME="/tmp", XDG_CACHE_HOME="/tmp/.cache", TRITON_HOME="/tmp",
+                          TRITON_CACHE_DIR="/tmp/.triton/cache", TORCHINDUCTOR_CACHE_DIR="/tmp/torchinductor",
+                          CUDA_CACHE_PATH="/tmp/.nv/ComputeCache", TORCH_EXTENSIONS_DIR="/tmp/torch_extensions")
         seccomp_filter(plan.processes).load()  # sets no_new_privs too
     except BaseException as exc:  # half-confined: never run candidate code
         try:
@@ -353,8 +363,13 @@ def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None
             os._exit(ISOLATION_FAILED_EXIT)
 
 
-def python_paths() -> list[str]:
-    """Directories the interpreter and its packages live in (read-only in the view)."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    paths |= {p for p in sys.path if p and os.path.isdir(p) and ("site-packages" in p or "dist-packages" in p)}
-    return sorted(str(Path(p).resolve()) for p in paths if os.path.isdir(p))
+def python_paths(private: str | None = None) -> list[str]:
+    """Directories the interpreter and its packages live in (read-only in the view): its prefixes and every
+    directory on sys.path, except one holding `private` (a repository whose home holds the judge's state:
+    its packages are bound one by one instead)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *(p for p in sys.path if p)}
+    resolved = {str(Path(p).resolve()) for p in paths if os.path.isdir(p)}
+    if private:
+        hidden = str(Path(private).resolve())
+        resolved = {p for p in resolved if not (hidden + "/").startswith(p.rstrip("/") + "/")}
+    return sorted(resolved)

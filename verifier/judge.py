@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import itertools
+import logging
+import math
 import re
 import threading
 import time
@@ -33,8 +35,11 @@ from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStartError
 from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
 from verifier.timing import believed_seconds
 
+log = logging.getLogger("kerneldojo.verifier")
 INIT_SEED = 42
 SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured before it is believed
+MIN_TIMING_WINDOW_S = 0.02  # timed calls together last at least this long, so the judge's clock resolves them
+MAX_TIMING_RUNS = 1000
 
 __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
 
@@ -147,6 +152,15 @@ class _Reference:
 class _Baseline:
     seconds: float  # median per call
     overhead: float  # the timing harness's own cost per call (judge's clock minus the reported total)
+    window: float  # the judge's clock around all timed calls
+    runs: int  # timed calls: at least verifier.timing_runs, more when calls are short (candidates get as many)
+
+
+@dataclass
+class _Window:
+    claimed: float  # the sandbox's median per call
+    total: float  # the sandbox's sum over the timed calls
+    window: float  # the judge's clock from `go` to `done`
 
 
 @dataclass
@@ -315,9 +329,10 @@ class Judge:
             if key not in self._baselines:
                 try:
                     self._baselines[key] = self._time_reference(problem, device_index, compiled)
-                except ReferenceError:
+                except ReferenceError as exc:
                     if not compiled:
                         raise
+                    log.warning("no torch.compile baseline for %s: %s", problem.name or problem.id, exc)
                     self._baselines[key] = None
             return self._baselines[key]
 
@@ -326,34 +341,45 @@ class Judge:
         box, _ = self._reference_box(problem, device_index, processes=compiled)  # inductor starts compilers
         try:
             self._reference_trial(box, problem, 0)
-            box.send(("time", 0, cfg.timing_warmup, cfg.timing_runs, compiled))
-            result = self._timed(box, self._timing_budget() * (20 if compiled else 1))
-            if result is None:
-                raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed")
-            claimed, total, window = result
-            return _Baseline(claimed, max(0.0, (window - total) / cfg.timing_runs))
+            runs = cfg.timing_runs
+            for _ in range(2):
+                box.send(("time", 0, cfg.timing_warmup, runs, compiled))
+                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1))
+                if not isinstance(result, _Window):
+                    raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed: "
+                                         f"{_reference_failure(result, box)}")
+                wanted = min(MAX_TIMING_RUNS, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)))
+                if wanted <= runs:
+                    break
+                runs = wanted  # short calls: time enough of them for the judge's clock to resolve them
+            return _Baseline(result.claimed, max(0.0, (result.window - result.total) / runs), result.window, runs)
         finally:
             box.close()
 
-    def _timing_budget(self) -> float:
-        return self.config.run_timeout_s * (self.config.timing_runs + self.config.timing_warmup)
+    def _timing_budget(self, runs: int | None = None) -> float:
+        return self.config.run_timeout_s * ((runs or self.config.timing_runs) + self.config.timing_warmup)
 
-    def _timed(self, box: Sandbox, budget: float) -> tuple[float, float, float] | None:
-        """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls, the report
-        (its clock stops). (claimed median, claimed total, judge's window) or None."""
+    def _timed(self, box: Sandbox, budget: float):
+        """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls, `done` (its
+        clock stops as soon as the sandbox writes it, before anything is decoded), the report. A `_Window`,
+        or the message that came instead (None on timeout)."""
         msg = box.receive(budget)
         if msg != ("warm",):
-            return None
+            return msg
         start = time.perf_counter()
         box.send(("go",))
-        msg = box.receive(budget)
+        box.conn.poll(budget)
         window = time.perf_counter() - start
+        msg = box.receive(budget)
+        if msg != ("done",):
+            return msg
+        msg = box.receive(budget)
         if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict):
-            return None
+            return msg
         seconds, total = msg[1].get("seconds"), msg[1].get("total")
         if not isinstance(seconds, float) or not isinstance(total, float) or seconds < 0 or total < 0:
-            return None
-        return seconds, total, window
+            return ("garbled", "timing report")
+        return _Window(seconds, total, window)
 
     # -- sandboxed build and run ----------------------------------------------------------
     def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
@@ -554,18 +580,19 @@ class Judge:
         believed: list[float] = []
         check = None
         for _ in range(2):
-            box.send(("time", metas, cfg.timing_warmup, cfg.timing_runs))
-            result = self._timed(box, self._timing_budget())
-            if result is None:
+            box.send(("time", metas, cfg.timing_warmup, eager.runs))
+            result = self._timed(box, self._timing_budget(eager.runs))
+            if not isinstance(result, _Window):
                 return None, None, {}
-            claimed, _, window = result
-            check = believed_seconds(claimed, window, cfg.timing_runs, eager.overhead, rel_noise=cfg.timing_noise)
+            check = believed_seconds(result.claimed, result.window, eager.runs, eager.overhead,
+                                     rel_noise=cfg.timing_noise)
             believed.append(check.seconds)
             if eager.seconds / max(believed[-1], 1e-9) <= SPEEDUP_SANITY_BOUND:
                 break
         seconds = max(believed)  # when re-measured, believe the slower
         timing = {"claimed_s": check.claimed, "outside_s": check.outside, "believed_s": seconds,
-                  "eager_s": eager.seconds, "overruled": float(check.overruled)}
+                  "eager_s": eager.seconds, "eager_window_s": eager.window, "harness_overhead_s": eager.overhead,
+                  "runs": float(eager.runs), "overruled": float(check.overruled)}
         return eager.seconds / max(seconds, 1e-9), (compiled.seconds / max(seconds, 1e-9)) if compiled else None, \
             timing
 

@@ -258,15 +258,19 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
             send(("protocol_error", f"unknown message {kind!r}"))
 
 
+_DONE = dumps(("done",))  # serialised ahead: the judge's clock stops when these bytes arrive
+
+
 def _serve_timing(conn, send, fn, device: str, warmup: int, runs: int) -> None:
-    """Warm up, tell the judge, wait for its `go` (its clock starts), run the timed calls, report."""
+    """Warm up, tell the judge, wait for its `go` (its clock starts), run the timed calls, say `done` (its
+    clock stops), report."""
     def handshake():
         send(("warm",))
         if conn.recv() != ("go",):
             raise RuntimeError("timing: the judge did not say go")
 
     with torch.no_grad():
-        timing = _time_calls(fn, device, warmup, runs, before_timed=handshake)
+        timing = _time_calls(fn, device, warmup, runs, before_timed=handshake, after_timed=lambda: conn.send_bytes(_DONE))
     send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total}))
 
 
@@ -284,7 +288,9 @@ def serve_builds(conn, job: dict[str, Any]) -> None:
 
     send = _sender(conn)
     os.chdir(job["work_dir"])
+    _redirect_output(os.path.join(job["io_out"], "candidate.log"))
     os.environ.update(job.get("env", {}))
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""  # compilers need no GPU, and torch's build helpers must not probe one
     # torch's load_inline finds ninja on PATH; the venv's bin is not always there
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     send(("hello", os.getpid()))

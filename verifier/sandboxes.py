@@ -9,10 +9,12 @@ the reader; everything it wrote is read through `open_sandbox_file`. `close()` k
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.spawn as mp_spawn
 import os
 import signal
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,30 @@ class SandboxStartError(RuntimeError):
 
 class IsolationUnavailable(SandboxStartError):
     """This machine cannot build the sandbox's walls (no namespaces, no root)."""
+
+
+_START_LOCK = threading.Lock()
+
+
+@contextmanager
+def _without_main_module():
+    """Start processes without multiprocessing's re-import of the program's `__main__` in the child (it does
+    that for spawn and forkserver children). A sandbox must run none of the user's code, and a script that
+    imports modules touching CUDA at top level would leave the forked sandbox unable to use the GPU."""
+    original = mp_spawn.get_preparation_data
+
+    def preparation_data(name):
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    with _START_LOCK:
+        mp_spawn.get_preparation_data = preparation_data
+        try:
+            yield
+        finally:
+            mp_spawn.get_preparation_data = original
 
 
 def _forkserver_context():
@@ -157,7 +183,7 @@ class JailedRunner:
 
     def _box(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = self._factory.start("build", self._device_index)
+            self._sandbox = self._factory.take("build", self._device_index)
             self._sandbox.start({"env": self._env})
         return self._sandbox
 
@@ -211,7 +237,8 @@ class JailedRunner:
 
 
 class SandboxFactory:
-    """Starts sandboxes of each role for one judge; keeps `spare_sandboxes` run sandboxes ready per device."""
+    """Starts sandboxes of each role for one judge; keeps `spare_sandboxes` run and build sandboxes ready
+    per device (started ahead, so process start and confinement are off a verdict's clock)."""
 
     def __init__(self, config: VerifierConfig, cache_dir: Path, device: str):
         self.config = config
@@ -226,7 +253,7 @@ class SandboxFactory:
         self.isolation = Isolation(config.isolation, self.cache_dir,
                                    readonly=[*packages, self.cache_dir / "bridge", self.cache_dir / "pch"])
         self._ctx = _forkserver_context()
-        self._spares: dict[int, list[Sandbox]] = {}
+        self._spares: dict[tuple[str, int], list[Sandbox]] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._gpu: dict[int, tuple[tuple[str, ...], str]] = {}
@@ -253,22 +280,25 @@ class SandboxFactory:
             args = (child_conn, role, self.device if role != "build" else "cpu", cfg.memory_limit_mb, plan, visible)
             proc = self._ctx.Process(target=sandbox_main, args=args, daemon=True)
             try:
-                proc.start()
+                with _without_main_module():
+                    proc.start()
             except (OSError, EOFError, ConnectionError):  # the forkserver died under us: it restarts on demand
                 proc = self._ctx.Process(target=sandbox_main, args=args, daemon=True)
-                proc.start()
+                with _without_main_module():
+                    proc.start()
             child_conn.close()
         except BaseException:
             self.isolation.release(home)
             raise
         return Sandbox(role, proc, parent_conn, home, self.isolation, device_index)
 
-    def take_run_sandbox(self, device_index: int) -> Sandbox:
-        """A spare run sandbox for this device if one is waiting (its replacement starts in the background),
-        else a fresh one."""
+    def take(self, role: str, device_index: int = 0) -> Sandbox:
+        """A spare sandbox of this role for this device if one is waiting (its replacement starts in the
+        background), else a fresh one."""
         taken = None
+        key = (role, device_index)
         with self._lock:
-            spares = self._spares.setdefault(device_index, [])
+            spares = self._spares.setdefault(key, [])
             while spares and taken is None:
                 box = spares.pop(0)
                 if box.alive():
@@ -276,22 +306,26 @@ class SandboxFactory:
                 else:
                     box.close()
         if self.config.spare_sandboxes:
-            threading.Thread(target=self._refill, args=(device_index,), daemon=True).start()
-        return taken or self.start("run", device_index)
+            threading.Thread(target=self._refill, args=key, daemon=True).start()
+        return taken or self.start(role, device_index)
 
-    def _refill(self, device_index: int) -> None:
+    def take_run_sandbox(self, device_index: int) -> Sandbox:
+        return self.take("run", device_index)
+
+    def _refill(self, role: str, device_index: int) -> None:
+        key = (role, device_index)
         with self._lock:
-            wanted = self.config.spare_sandboxes - len(self._spares.setdefault(device_index, []))
+            wanted = self.config.spare_sandboxes - len(self._spares.setdefault(key, []))
         for _ in range(max(0, wanted)):
             try:
-                box = self.start("run", device_index)
+                box = self.start(role, device_index)
             except Exception:  # a spare is an optimisation: the next candidate starts its own
                 return
             with self._lock:
-                if self._closed or len(self._spares[device_index]) >= self.config.spare_sandboxes:
+                if self._closed or len(self._spares[key]) >= self.config.spare_sandboxes:
                     box.close()
                     return
-                self._spares[device_index].append(box)
+                self._spares[key].append(box)
 
     def build_runner(self, device_index: int, cuda_arch: str | None) -> JailedRunner:
         env = {"TORCH_CUDA_ARCH_LIST": f"{cuda_arch[:-1]}.{cuda_arch[-1]}"} if cuda_arch else {}
@@ -299,7 +333,7 @@ class SandboxFactory:
 
     def spare_pids(self, device_index: int = 0) -> list[int]:
         with self._lock:
-            return [box.pid for box in self._spares.get(device_index, []) if box.alive()]
+            return [box.pid for box in self._spares.get(("run", device_index), []) if box.alive()]
 
     def close(self) -> None:
         with self._lock:

@@ -35,7 +35,8 @@ def _median(values: list[float]) -> float:
 
 
 def time_calls(fn: Callable[[], object], device: str, warmup: int, runs: int,
-               before_timed: Callable[[], None] | None = None) -> Timing:
+               before_timed: Callable[[], None] | None = None,
+               after_timed: Callable[[], None] | None = None) -> Timing:
     if device != "cuda":
         for _ in range(warmup):
             fn()
@@ -46,6 +47,8 @@ def time_calls(fn: Callable[[], object], device: str, warmup: int, runs: int,
             start = perf_counter()
             fn()
             samples.append(perf_counter() - start)
+        if after_timed:
+            after_timed()
         return Timing(_median(samples), total=sum(samples))
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     for _ in range(warmup):
@@ -65,6 +68,8 @@ def time_calls(fn: Callable[[], object], device: str, warmup: int, runs: int,
         torch.cuda.synchronize()  # device-wide: waits for side streams too
         walls.append(perf_counter() - start)
         events.append(begin.elapsed_time(end) / 1000.0)
+    if after_timed:
+        after_timed()
     event_s, wall_s = _median(events), _median(walls)
     escaped = wall_s > 2 * event_s + ESCAPE_SLACK_S
     return Timing(wall_s if escaped else event_s, escaped, total=sum(walls if escaped else events))
@@ -79,11 +84,12 @@ class TimingCheck:
 
 
 def believed_seconds(claimed: float, window_s: float, runs: int, overhead_s: float,
-                     rel_noise: float = 0.2, abs_noise_s: float = 20e-6) -> TimingCheck:
+                     rel_noise: float = 0.2, window_noise_s: float = 200e-6) -> TimingCheck:
     """The sandbox's median per call, unless the judge's clock (`window_s` around all `runs` timed calls,
     minus the harness's per-call overhead measured on the reference) says it must have taken longer; then
-    the judge's figure."""
+    the judge's figure. Noise: `rel_noise` of a call, and `window_noise_s` once per window (wake-ups and
+    messages), spread over its calls."""
     outside = max(0.0, window_s / runs - overhead_s)
-    if claimed >= outside * (1 - rel_noise) - abs_noise_s:
+    if claimed >= outside * (1 - rel_noise) - window_noise_s / runs:
         return TimingCheck(claimed, claimed, outside, False)
     return TimingCheck(outside, claimed, outside, True)
