@@ -40,7 +40,7 @@ def _load(config: Optional[str], overrides: list[str]):
 
 
 def _where_to_look(config) -> None:
-    from tasks.common import Home
+    from warehouse.home import Home
     from warehouse.tracking import default_tracking_uri
 
     home = Home.of(config)
@@ -104,7 +104,7 @@ def export(run_id: str = typer.Argument(..., help="a stage run whose problems or
     import json
 
     from operators.imports import export_problems, export_rows
-    from tasks.common import Home
+    from warehouse.home import Home
     from warehouse.store import Warehouse, WarehouseError
 
     cfg = _load(config, [])
@@ -126,7 +126,7 @@ def export(run_id: str = typer.Argument(..., help="a stage run whose problems or
 
 
 def _print_runs(cfg, only: set[str] | None = None, stage: str | None = None) -> None:
-    from tasks.common import Home
+    from warehouse.home import Home
     from warehouse.store import Warehouse
 
     home = Home.of(cfg)

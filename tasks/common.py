@@ -21,38 +21,13 @@ from schemas.config import UPSTREAM, PipelineConfig, config_hash
 from schemas.records import Candidate, Problem, StageStatus, Verdict
 from verifier.pool import VerifierPool, make_pool
 from verifier.reward import correctness_first_reward
+from warehouse.home import Home
 from warehouse.store import Warehouse, WarehouseError
 from warehouse.tracking import RunLogger, Tracker
 
 console = Console(stderr=True)
 SAMPLES_PER_CATEGORY = 3  # generated kernels per verdict category kept as an MLflow artifact
 log = logging.getLogger("kerneldojo")
-
-
-@dataclass
-class Home:
-    """Where one deployment keeps its state: `<home>/warehouse.duckdb`, `mlflow.db`, `artifacts/`, `cache/`."""
-
-    root: Path
-
-    @classmethod
-    def of(cls, config: PipelineConfig) -> "Home":
-        root = Path(os.environ.get("KERNELDOJO_HOME", config.home)).resolve()
-        root.mkdir(parents=True, exist_ok=True)
-        return cls(root)
-
-    @property
-    def warehouse_path(self) -> Path:
-        return self.root / "warehouse.duckdb"
-
-    @property
-    def cache(self) -> Path:
-        return self.root / "cache"
-
-    def artifacts(self, run_id: str) -> Path:
-        path = self.root / "artifacts" / run_id
-        path.mkdir(parents=True, exist_ok=True)
-        return path
 
 
 @dataclass
