@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
+import threading
 from dataclasses import dataclass
 
 import psutil
@@ -60,8 +62,27 @@ class Killed(BaseException):
         super().__init__(f"killed by {signal.Signals(signum).name}")
 
 
+REDELIVERY_DELAY_S = 0.01
+
+
 def _raise_killed(signum: int, _frame) -> None:
     raise Killed(signum)
+
+
+def _redeliver_lost_signal(unraisable) -> None:
+    """A handler's exception raised while a finalizer runs (`__del__`, a ctypes callback: z3 objects die
+    by the thousand during synthesis) is dropped by Python as "Exception ignored in", and the process
+    would carry on. Send the signal again, from another thread so that it lands after the finalizer;
+    the handler raises anew. Covers Prefect's TerminationSignal too: both carry the signal number."""
+    exc = unraisable.exc_value
+    signum = getattr(exc, "signal", None)
+    if isinstance(exc, BaseException) and not isinstance(exc, Exception) and isinstance(signum, int):
+        threading.Timer(REDELIVERY_DELAY_S, os.kill, (os.getpid(), signum)).start()
+    else:
+        _previous_unraisablehook(unraisable)
+
+
+_previous_unraisablehook = sys.unraisablehook
 
 
 def raise_killed_on_signals() -> dict[int, object]:
@@ -75,9 +96,11 @@ def raise_killed_on_signals() -> dict[int, object]:
             continue
         signal.signal(signum, _raise_killed)
         previous[signum] = current
+    sys.unraisablehook = _redeliver_lost_signal
     return previous
 
 
 def restore_signal_handlers(previous: dict[int, object]) -> None:
     for signum, handler in previous.items():
         signal.signal(signum, handler)
+    sys.unraisablehook = _previous_unraisablehook

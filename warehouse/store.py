@@ -153,6 +153,13 @@ class Warehouse:
                         "owner_host = ?, owner_started = ? WHERE id = ?",
                         [owner.pid, owner.host, owner.started, run_id])
 
+    def owner(self, run_id: str) -> ProcessIdentity | None:
+        """The process recorded as running `run_id` (None for rows from before owners were recorded)."""
+        with self.connect() as con:
+            row = con.execute("SELECT owner_pid, owner_host, owner_started FROM stage_runs WHERE id = ?",
+                              [run_id]).fetchone()
+        return ProcessIdentity(*row) if row and row[0] is not None else None
+
     def fail_vanished_runs(self) -> list[StageRun]:
         """Mark failed every `running` row whose owner process has ended; returns those runs as failed.
 
