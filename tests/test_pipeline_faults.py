@@ -66,6 +66,17 @@ def _wait_gone(processes: list[psutil.Process], timeout_s: float = 15) -> list[p
     return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
 
 
+def _servers_started_by(cli_pid: int) -> list[psutil.Process]:
+    """Prefect servers in the whole process table that a CLI with this pid started (its pid is their
+    last argument), orphans included."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if any("prefect_server.py" in part for part in cmdline) and cmdline[-1] == str(cli_pid):
+            found.append(process)
+    return found
+
+
 def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
@@ -76,6 +87,7 @@ def test_sigterm_marks_the_running_stage_failed_and_stops_the_prefect_server(tmp
     try:
         wh, run = _running_stage(proc, tmp_path)
         servers = _prefect_servers(proc)
+        assert {p.pid for p in _servers_started_by(proc.pid)} == {p.pid for p in servers}
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=120)
     finally:
@@ -87,7 +99,7 @@ def test_sigterm_marks_the_running_stage_failed_and_stops_the_prefect_server(tmp
     assert failed.status == StageStatus.failed and failed.error == "killed by SIGTERM" and failed.finished
     mlflow_run = MlflowClient(default_tracking_uri(tmp_path)).get_run(run.mlflow_run_id)
     assert mlflow_run.info.status == "FAILED" and mlflow_run.data.tags["kerneldojo.error"] == "killed by SIGTERM"
-    assert _wait_gone(servers) == []
+    assert _wait_gone(servers) == [] and _servers_started_by(proc.pid) == []
 
 
 def test_sigint_during_the_pipeline_fails_the_stage_and_the_pipeline_run(tmp_path):
@@ -106,7 +118,7 @@ def test_sigint_during_the_pipeline_fails_the_stage_and_the_pipeline_run(tmp_pat
     stage = client.get_run(run.mlflow_run_id)
     pipeline = client.get_run(stage.data.tags["mlflow.parentRunId"])
     assert stage.info.status == "FAILED" and pipeline.info.status == "FAILED"
-    assert _wait_gone(servers) == []
+    assert _wait_gone(servers) == [] and _servers_started_by(proc.pid) == []
 
 
 def test_sigkill_leaves_the_run_to_the_next_command_and_no_server_behind(tmp_path):
@@ -118,7 +130,7 @@ def test_sigkill_leaves_the_run_to_the_next_command_and_no_server_behind(tmp_pat
         proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert _wait_gone(servers) == []
+    assert _wait_gone(servers) == [] and _servers_started_by(proc.pid) == []
     assert wh.stage_run(run.id).status == StageStatus.running  # nobody was left to say otherwise
 
     listing = _cli(tmp_path, "runs")
@@ -212,10 +224,14 @@ def test_debug_shows_the_traceback_instead(tmp_path):
 ], ids=["stage-raises", "hub-dataset-offline"])
 def test_a_failing_stage_is_one_line_and_a_failed_row(tmp_path, overrides, expected):
     args = [a for o in overrides for a in ("--set", o)]
-    result = _cli(tmp_path, "stage", "synthesize", *args, HF_HUB_OFFLINE="1")
-    assert result.returncode != 0
-    [line] = _error_lines(result.stderr)
-    assert line == result.stderr.strip().splitlines()[-1] and "Traceback" not in result.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "stage", "synthesize", *args], cwd=ROOT,
+                            env=_env(tmp_path, HF_HUB_OFFLINE="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode != 0
+    [line] = _error_lines(stderr)
+    assert line == stderr.strip().splitlines()[-1] and "Traceback" not in stderr
+    assert _wait_gone(_servers_started_by(proc.pid), timeout_s=0) == []  # stopped before the CLI exited
     [run] = Warehouse(tmp_path / "warehouse.duckdb").stage_runs("synthesize")
     assert run.status == StageStatus.failed
     assert line.startswith(f"error: synthesize {run.id} failed: ") and line.endswith("; see --debug")
