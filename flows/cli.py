@@ -55,7 +55,7 @@ class OneLineErrors(TyperGroup):
         try:
             previous = raise_killed_on_signals()
         except ValueError:  # not the main thread (an embedding program's): its signals stay its own
-            previous = {}
+            previous = None
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, TyperException):  # typer's own exits and usage errors
@@ -67,7 +67,8 @@ class OneLineErrors(TyperGroup):
             code = 128 + exc.signal if isinstance(exc, Killed) else 2 if isinstance(exc, USER_ERRORS) else 1
             raise typer.Exit(code) from None
         finally:
-            restore_signal_handlers(previous)
+            if previous is not None:
+                restore_signal_handlers(previous)
 
 
 def _describe(exc: BaseException) -> str:

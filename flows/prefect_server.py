@@ -30,7 +30,7 @@ import urllib.request
 
 ORPHAN_POLL_S = 0.5
 STOP_GRACE_S = 5.0
-# Prefect's own switches for a server that only serves this process: no UI, no background services
+# The switches Prefect sets for its own temporary server: no UI, only the services an ephemeral server needs
 EPHEMERAL_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
 
 _server: "OwnedServer | None" = None

@@ -12,7 +12,10 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 import psutil
 
@@ -69,7 +72,7 @@ def _raise_killed(signum: int, _frame) -> None:
     raise Killed(signum)
 
 
-def _redeliver_lost_signal(unraisable) -> None:
+def _redeliver_lost_signal(unraisable, fallback: Callable) -> None:
     """A handler's exception raised while a finalizer runs (`__del__`, a ctypes callback: z3 objects die
     by the thousand during synthesis) is dropped by Python as "Exception ignored in", and the process
     would carry on. Send the signal again, from another thread so that it lands after the finalizer;
@@ -79,28 +82,32 @@ def _redeliver_lost_signal(unraisable) -> None:
     if isinstance(exc, BaseException) and not isinstance(exc, Exception) and isinstance(signum, int):
         threading.Timer(REDELIVERY_DELAY_S, os.kill, (os.getpid(), signum)).start()
     else:
-        _previous_unraisablehook(unraisable)
+        fallback(unraisable)
 
 
-_previous_unraisablehook = sys.unraisablehook
+@dataclass
+class PreviousHandlers:
+    signals: dict[int, Any]
+    unraisablehook: Callable
 
 
-def raise_killed_on_signals() -> dict[int, object]:
-    """Turn SIGTERM, SIGINT and SIGHUP into `Killed` (main thread only); returns the previous handlers.
+def raise_killed_on_signals() -> PreviousHandlers:
+    """Turn SIGTERM, SIGINT and SIGHUP into `Killed` (main thread only: ValueError elsewhere); returns
+    what it replaced, for `restore_signal_handlers`.
 
     A signal the process was started ignoring (`nohup`, background jobs) stays ignored."""
-    previous: dict[int, object] = {}
+    previous = PreviousHandlers({}, sys.unraisablehook)
     for signum in TERMINATING_SIGNALS:
         current = signal.getsignal(signum)
         if current is signal.SIG_IGN:
             continue
         signal.signal(signum, _raise_killed)
-        previous[signum] = current
-    sys.unraisablehook = _redeliver_lost_signal
+        previous.signals[signum] = current
+    sys.unraisablehook = partial(_redeliver_lost_signal, fallback=previous.unraisablehook)
     return previous
 
 
-def restore_signal_handlers(previous: dict[int, object]) -> None:
-    for signum, handler in previous.items():
+def restore_signal_handlers(previous: PreviousHandlers) -> None:
+    for signum, handler in previous.signals.items():
         signal.signal(signum, handler)
-    sys.unraisablehook = _previous_unraisablehook
+    sys.unraisablehook = previous.unraisablehook
