@@ -1,7 +1,14 @@
-"""`kerneldojo`: run the pipeline, re-run one stage, list stage runs and their lineage."""
+"""`kerneldojo`: run the pipeline, re-run one stage, list stage runs and their lineage.
+
+Every failure is one `error:` line on stderr and a non-zero exit (`--debug` shows the traceback instead).
+SIGTERM, SIGINT and SIGHUP end the CLI in order: the running stage run is marked failed (warehouse and
+MLflow) and the CLI's Prefect server is stopped. A SIGKILLed CLI's runs are marked failed by the next
+command that opens the warehouse, and its Prefect server exits by itself (`flows/prefect_server.py`).
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -16,10 +23,67 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
+from typer.core import TyperGroup  # noqa: E402
+from typer.exceptions import TyperException  # noqa: E402
 
 from schemas.config import STAGES, ConfigError, load_config  # noqa: E402
+from warehouse.home import Home  # noqa: E402
+from warehouse.process import Killed, raise_killed_on_signals, restore_signal_handlers  # noqa: E402
+from warehouse.store import WarehouseError  # noqa: E402
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+MAX_ERROR_CHARS = 600
+# Errors in what the user asked for, whose messages are written for them: no exception class in the line.
+USER_ERRORS = (ConfigError, WarehouseError)
+
+
+def _one_line(exc: BaseException) -> str:
+    message = " ".join(str(exc).split())
+    if not isinstance(exc, USER_ERRORS + (Killed,)):
+        message = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return message if len(message) <= MAX_ERROR_CHARS else message[:MAX_ERROR_CHARS - 1] + "…"
+
+
+def _error(message: str) -> None:
+    typer.echo(f"{typer.style('error:', fg='red', bold=True)} {message}", err=True)
+
+
+class OneLineErrors(TyperGroup):
+    """Runs every command with terminating signals turned into `Killed`, and reports any failure as one
+    line on stderr with a non-zero exit; with `--debug` the exception propagates with its traceback."""
+
+    def invoke(self, ctx: typer.Context):
+        try:
+            previous = raise_killed_on_signals()
+        except ValueError:  # not the main thread (an embedding program's): its signals stay its own
+            previous = None
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, TyperException):  # typer's own exits and usage errors
+            raise
+        except BaseException as exc:
+            if ctx.params.get("debug") or not isinstance(exc, (Exception, Killed)):
+                raise
+            _error(_describe(exc))
+            code = 128 + exc.signal if isinstance(exc, Killed) else 2 if isinstance(exc, USER_ERRORS) else 1
+            raise typer.Exit(code) from None
+        finally:
+            if previous is not None:
+                restore_signal_handlers(previous)
+
+
+def _describe(exc: BaseException) -> str:
+    # A stage run can only have failed if stage code was loaded; no need to load it to ask.
+    common = sys.modules.get("tasks.common")
+    failed = common.failed_stage_run(exc) if common else None
+    if isinstance(exc, Killed):
+        return f"{exc}; stage run {failed[1]} marked failed" if failed else str(exc)
+    if failed:
+        stage, run_id = failed
+        return f"{stage} {run_id} failed: {_one_line(exc)}; see --debug"
+    return _one_line(exc) if isinstance(exc, USER_ERRORS) else f"{_one_line(exc)}; see --debug"
+
+
+app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="kerneldojo: train a model to write correct, fast kernels from PyTorch operator graphs.")
 console = Console(width=None if sys.stdout.isatty() else 160)
 
@@ -27,20 +91,62 @@ CONFIG_HELP = "pipeline YAML (default: the embedded tiny config, same as configs
 SET_HELP = "override a config key, e.g. --set sft.epochs=5 (repeatable)"
 
 
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/] {message}")
-    raise typer.Exit(code=2)
+_debug = False  # --debug, for the whole process
 
 
-def _load(config: Optional[str], overrides: list[str]):
-    try:
-        return load_config(config, overrides)
-    except ConfigError as exc:
-        _fail(str(exc))
+@app.callback()
+def options(debug: bool = typer.Option(False, "--debug", help="show full tracebacks and Prefect's own error logs "
+                                       "instead of one-line errors")) -> None:
+    """kerneldojo: train a model to write correct, fast kernels from PyTorch operator graphs."""
+    global _debug
+    _debug = debug
+
+
+def _check_stage(name: str) -> None:
+    if name not in STAGES:
+        raise ConfigError(f"unknown stage {name!r}; stages are {', '.join(STAGES)}")
+
+
+def _open_warehouse(cfg):
+    """The warehouse, with runs whose process vanished marked failed (None when there is none yet)."""
+    from warehouse.reconcile import reconcile
+    from warehouse.store import Warehouse
+
+    home = Home.of(cfg)
+    if not home.warehouse_path.exists():
+        return None
+    wh = Warehouse(home.warehouse_path)
+    for run in reconcile(wh, home.root):
+        typer.echo(f"marked {run.id} failed: {run.error}", err=True)
+    return wh
+
+
+class _RunFailuresLeftToTheCLI(logging.Filter):
+    """Keeps Prefect's reports of a failed or crashed run (tracebacks included) off the terminal, where the
+    CLI's one-line error says it; they still reach the Prefect server's run logs."""
+
+    LOGGERS = ("prefect.flow_runs", "prefect.task_runs", "prefect.engine")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno >= logging.ERROR and record.name.startswith(self.LOGGERS))
+
+
+def _start_prefect() -> None:
+    """Prefect for this CLI: its own server (see flows/prefect_server.py), and, unless --debug, run failures
+    reported by the CLI's one line alone."""
+    from flows.prefect_server import serve_prefect
+
+    serve_prefect()
+    if not _debug:
+        import prefect.main  # noqa: F401  (configures Prefect's logging: its console handler exists from here)
+        from prefect.logging.handlers import PrefectConsoleHandler
+
+        for handler in logging.getLogger().handlers:
+            if isinstance(handler, PrefectConsoleHandler):
+                handler.addFilter(_RunFailuresLeftToTheCLI())
 
 
 def _where_to_look(config) -> None:
-    from tasks.common import Home
     from warehouse.tracking import default_tracking_uri
 
     home = Home.of(config)
@@ -55,7 +161,10 @@ def _where_to_look(config) -> None:
 def run(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
         set_: list[str] = typer.Option([], "--set", help=SET_HELP)) -> None:
     """Run the whole DAG: synthesize -> hints -> distill -> sft -> rft -> warmup_rl -> leap_rl -> evaluate."""
-    cfg = _load(config, set_)
+    cfg = load_config(config, set_)
+    cfg.check_paths()
+    _open_warehouse(cfg)
+    _start_prefect()
     from flows.pipeline import pipeline
 
     started = time.perf_counter()
@@ -74,16 +183,15 @@ def stage(name: str = typer.Argument(..., help=f"one of: {', '.join(STAGES)}"),
           resume: Optional[str] = typer.Option(None, "--resume", help="continue an interrupted warmup_rl/leap_rl "
                                                "run from its last checkpoint")) -> None:
     """Re-run one stage against an earlier stage run (old runs and their rows stay untouched), or resume one."""
-    if name not in STAGES:
-        _fail(f"unknown stage {name!r}; stages are {', '.join(STAGES)}")
-    cfg = _load(config, set_)
+    _check_stage(name)
+    cfg = load_config(config, set_)
+    if not resume:
+        cfg.check_paths([name])
+    _open_warehouse(cfg)
+    _start_prefect()
     from flows.stages import stage as stage_flow
-    from warehouse.store import WarehouseError
 
-    try:
-        run_id = stage_flow(name=name, from_run=from_run, config_path=config, overrides=set_, resume=resume)
-    except (WarehouseError, ConfigError) as exc:
-        _fail(str(exc))
+    run_id = stage_flow(name=name, from_run=from_run, config_path=config, overrides=set_, resume=resume)
     console.print(f"\n[bold green]{name} finished:[/] {run_id}")
     _print_runs(cfg, only={run_id})
 
@@ -92,8 +200,9 @@ def stage(name: str = typer.Argument(..., help=f"one of: {', '.join(STAGES)}"),
 def runs(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
          stage_name: Optional[str] = typer.Option(None, "--stage", help="only runs of this stage")) -> None:
     """A table of stage runs with their lineage (parent runs)."""
-    cfg = _load(config, [])
-    _print_runs(cfg, stage=stage_name)
+    if stage_name is not None:
+        _check_stage(stage_name)
+    _print_runs(load_config(config, []), stage=stage_name)
 
 
 @app.command()
@@ -104,15 +213,12 @@ def export(run_id: str = typer.Argument(..., help="a stage run whose problems or
     import json
 
     from operators.imports import export_problems, export_rows
-    from tasks.common import Home
-    from warehouse.store import Warehouse, WarehouseError
 
-    cfg = _load(config, [])
-    wh = Warehouse(Home.of(cfg).warehouse_path)
-    try:
-        wh.succeeded_run(run_id)
-    except WarehouseError as exc:
-        _fail(str(exc))
+    cfg = load_config(config, [])
+    wh = _open_warehouse(cfg)
+    if wh is None:
+        raise WarehouseError(f"no warehouse at {Home.of(cfg).warehouse_path} yet: run `kerneldojo run` first")
+    wh.succeeded_run(run_id)
     if wh.count("problems", run_id):
         path = export_problems(wh.problems(run_id), out_dir)
         what = f"{wh.count('problems', run_id)} problems"
@@ -121,20 +227,16 @@ def export(run_id: str = typer.Argument(..., help="a stage run whose problems or
         path = export_rows(rows, out_dir)
         what = f"{len(rows)} SFT examples"
     else:
-        _fail(f"stage run {run_id} holds no problems or SFT examples to export")
+        raise WarehouseError(f"stage run {run_id} holds no problems or SFT examples to export")
     console.print(f"exported {what} to {path}/dataset and {path}/data.parquet")
 
 
 def _print_runs(cfg, only: set[str] | None = None, stage: str | None = None) -> None:
-    from tasks.common import Home
-    from warehouse.store import Warehouse
-
-    home = Home.of(cfg)
-    if not home.warehouse_path.exists():
-        console.print(f"no warehouse at {home.warehouse_path} yet: run `kerneldojo run` first")
+    wh = _open_warehouse(cfg)
+    if wh is None:
+        console.print(f"no warehouse at {Home.of(cfg).warehouse_path} yet: run `kerneldojo run` first")
         return
-    wh = Warehouse(home.warehouse_path)
-    table = Table(title=f"stage runs in {home.warehouse_path}")
+    table = Table(title=f"stage runs in {wh.path}")
     for col in ("stage run", "stage", "status", "parent", "started", "seconds", "summary"):
         table.add_column(col, overflow="fold")
     for r in wh.stage_runs(stage):
@@ -143,6 +245,8 @@ def _print_runs(cfg, only: set[str] | None = None, stage: str | None = None) -> 
         summary = wh.summary(r.id)
         seconds = f"{summary.get('wall_seconds', '')}"
         text = ", ".join(f"{k}={v}" for k, v in summary.items() if k != "wall_seconds")
+        if r.status.value == "failed" and r.error:  # why it failed says more than a partial summary
+            text = " ".join(r.error.split())
         color = {"succeeded": "green", "failed": "red"}.get(r.status.value, "yellow")
         table.add_row(r.id, r.stage, f"[{color}]{r.status.value}[/]", ",".join(r.parent_ids) or "-",
                       r.started.strftime("%Y-%m-%d %H:%M:%S"), seconds, text[:160])

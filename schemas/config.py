@@ -7,6 +7,8 @@ a YAML file never silently falls back to a default.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +75,10 @@ TEMPLATE_TEACHER_OPS = ["Abs", "Add", "Sub", "Mul", "Neg", "ReLU", "Sigmoid", "S
                         "LeakyReLU", "Floor", "Ceil", "GELU", "ReduceMean", "TorchReduceSum", "Softmax"]
 
 
+# `name` or `namespace/name`; anything else (absolute, ./, ~, a file suffix, deeper folders) is a local path
+_HUB_DATASET = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(?<!\.parquet)(?<!\.jsonl)(?<!\.json)")
+
+
 class SynthesizeConfig(StrictModel):
     num_problems: int = Field(20, ge=0, description="NNSmith problems to synthesize (0: imports only)")
     test_fraction: float = Field(0.2, ge=0.0, lt=1.0)
@@ -96,6 +102,18 @@ class SynthesizeConfig(StrictModel):
                                               "match it structurally or by n-gram overlap")
     ngram_n: int = Field(13, ge=3)
     max_ngram_overlap: float = Field(0.5, gt=0, le=1)
+
+    def check_paths(self) -> None:
+        """Name the key of an import path that does not exist, before any work is done. (Not a validator:
+        a config must stay loadable on a machine without the data, e.g. to list or resume runs.)
+        A name that may be a Hugging Face Hub dataset cannot be checked here; loading it names the key."""
+        for key in ("kernelbench_dir", "decontaminate_against"):
+            value = getattr(self, key)
+            if value is not None and not Path(value).is_dir():
+                raise ConfigError(f"synthesize.{key}: no such directory {value}")
+        if self.hf_dataset and not Path(self.hf_dataset).exists() and not _HUB_DATASET.fullmatch(self.hf_dataset):
+            raise ConfigError(f"synthesize.hf_dataset: no such file or directory {self.hf_dataset} "
+                              "(and not a Hugging Face Hub name)")
 
 
 class HintsConfig(StrictModel):
@@ -314,6 +332,11 @@ class PipelineConfig(StrictModel):
     leap_rl: LeapRLConfig = LeapRLConfig()
     evaluate: EvaluateConfig = EvaluateConfig()
 
+    def check_paths(self, stages: Iterable[str] = STAGES) -> None:
+        """Fail on a configured input path of these stages that does not exist, naming its key."""
+        if "synthesize" in stages:
+            self.synthesize.check_paths()
+
     def stage_config(self, stage: str) -> dict[str, Any]:
         """What a stage run records as its config: its own section plus the shared sections."""
         if stage not in STAGES:
@@ -328,14 +351,15 @@ def config_hash(config: dict[str, Any]) -> str:
 
 
 def _format_validation_error(err: ValidationError, origin: str) -> str:
-    lines = [f"invalid config ({origin}):"]
+    """One line naming every offending key."""
+    problems = []
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "<root>"
         if e["type"] == "extra_forbidden":
-            lines.append(f"  {key}: unknown key")
+            problems.append(f"{key}: unknown key")
         else:
-            lines.append(f"  {key}: {e['msg']} (got {e.get('input')!r})")
-    return "\n".join(lines)
+            problems.append(f"{key}: {e['msg']} (got {e.get('input')!r})")
+    return f"invalid config ({origin}): " + "; ".join(problems)
 
 
 def _apply_override(data: dict[str, Any], override: str) -> None:
@@ -348,7 +372,19 @@ def _apply_override(data: dict[str, Any], override: str) -> None:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
             raise ConfigError(f"override {override!r}: {part!r} is not a section")
-    node[parts[-1]] = yaml.safe_load(raw)
+    try:
+        node[parts[-1]] = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {override!r}: not valid YAML: {_yaml_problem(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's message without its multi-line excerpt of the text."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem is None:
+        return " ".join(str(exc).split())
+    return f"{problem} at column {mark.column + 1}" if mark is not None else problem
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> PipelineConfig:
@@ -362,7 +398,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         try:
             loaded = yaml.safe_load(path.read_text())
         except yaml.YAMLError as exc:
-            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            raise ConfigError(f"config file {path} is not valid YAML{where}: {_yaml_problem(exc)}") from exc
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping at the top level")
         data = loaded or {}

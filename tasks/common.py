@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import socket
 import time
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prefect.exceptions import TerminationSignal
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -21,38 +24,15 @@ from schemas.config import UPSTREAM, PipelineConfig, config_hash
 from schemas.records import Candidate, Problem, StageStatus, Verdict
 from verifier.pool import VerifierPool, make_pool
 from verifier.reward import correctness_first_reward
+from warehouse.home import Home
+from warehouse.process import Killed
+from warehouse.reconcile import reconcile
 from warehouse.store import Warehouse, WarehouseError
 from warehouse.tracking import RunLogger, Tracker
 
 console = Console(stderr=True)
 SAMPLES_PER_CATEGORY = 3  # generated kernels per verdict category kept as an MLflow artifact
 log = logging.getLogger("kerneldojo")
-
-
-@dataclass
-class Home:
-    """Where one deployment keeps its state: `<home>/warehouse.duckdb`, `mlflow.db`, `artifacts/`, `cache/`."""
-
-    root: Path
-
-    @classmethod
-    def of(cls, config: PipelineConfig) -> "Home":
-        root = Path(os.environ.get("KERNELDOJO_HOME", config.home)).resolve()
-        root.mkdir(parents=True, exist_ok=True)
-        return cls(root)
-
-    @property
-    def warehouse_path(self) -> Path:
-        return self.root / "warehouse.duckdb"
-
-    @property
-    def cache(self) -> Path:
-        return self.root / "cache"
-
-    def artifacts(self, run_id: str) -> Path:
-        path = self.root / "artifacts" / run_id
-        path.mkdir(parents=True, exist_ok=True)
-        return path
 
 
 @dataclass
@@ -137,16 +117,42 @@ def progress_bar(description: str, total: int | None) -> Iterator:
             progress.remove_task(task_id)
 
 
+# The attribute naming the stage run an exception failed: the CLI reports it in its one-line error.
+FAILED_STAGE_RUN = "kerneldojo_failed_stage_run"
+
+
+def failed_stage_run(exc: BaseException) -> tuple[str, str] | None:
+    """(stage, stage run id) of the run that `exc`, or an exception it was raised during, marked failed."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if hasattr(seen, FAILED_STAGE_RUN):
+            return getattr(seen, FAILED_STAGE_RUN)
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def failure_text(exc: BaseException) -> str:
+    """What a failed run records as its error: the exception, or the signal that ended the process."""
+    if isinstance(exc, (Killed, TerminationSignal)):  # the CLI's handler, and Prefect's SIGTERM bridge in flows
+        return f"killed by {signal.Signals(exc.signal).name}"
+    if isinstance(exc, KeyboardInterrupt):
+        return "killed by SIGINT"
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
 @contextmanager
 def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipeline_mlflow_run_id: str | None = None,
               pipeline_run_id: str | None = None, resume_run_id: str | None = None) -> Iterator[StageContext]:
-    """Record a stage run around its body: warehouse row + nested MLflow run; failed on any exception.
+    """Record a stage run around its body: warehouse row + nested MLflow run; failed on any exception,
+    a terminating signal included.
 
     Outputs a later stage reads are only taken from runs that end `succeeded`. With `resume_run_id`, an
-    interrupted run is reopened instead, under the config it recorded.
+    interrupted run is reopened instead, under the config it recorded. Runs left `running` by a process
+    that died unannounced (SIGKILL) are marked failed first.
     """
     home = Home.of(config)
     warehouse = Warehouse(home.warehouse_path)
+    reconcile(warehouse, home.root)
     tracker = Tracker(home.root)
     if resume_run_id:
         run = warehouse.stage_run(resume_run_id)
@@ -154,38 +160,53 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
             raise WarehouseError(f"stage run {run.id} is a {run.stage!r} run, not {stage!r}")
         if run.status == StageStatus.succeeded:
             raise WarehouseError(f"stage run {run.id} already succeeded; nothing to resume")
+        owner = warehouse.owner(run.id)
+        if run.status == StageStatus.running and owner and owner.host == socket.gethostname():
+            # reconcile() above failed it if its process were gone: that process still works on it
+            raise WarehouseError(f"stage run {run.id} is still running in process {owner.pid}; stop it first")
         config = PipelineConfig.model_validate({**config.model_dump(), **run.config})
         warehouse.reopen_stage_run(run.id)
-        logger = tracker.resume_run(run.mlflow_run_id) if run.mlflow_run_id else tracker.start_run(f"{stage}:{run.id}")
     else:
         for parent in parent_ids:  # never build on a failed or running parent, nor on the wrong stage
             warehouse.succeeded_run(parent, stage=UPSTREAM.get(stage))
         resolved = config.stage_config(stage)
         run = warehouse.begin_stage_run(stage, resolved, config_hash(resolved), parent_ids, pipeline_run_id)
-        logger = tracker.start_run(f"{stage}:{run.id}", params=resolved, parent_run_id=pipeline_mlflow_run_id,
-                                   tags={"kerneldojo.stage": stage, "kerneldojo.stage_run_id": run.id,
-                                         "kerneldojo.parents": ",".join(parent_ids)})
-        warehouse.set_mlflow_run(run.id, logger.run_id)
-    ctx = StageContext(stage, run.id, config, home, warehouse, logger)
-    started = time.perf_counter()
-    console.rule(f"[bold cyan]{stage}[/] {run.id}")
+    # The row is `running` under this process from here on: every way out below ends it.
+    logger: RunLogger | None = None
+    ctx: StageContext | None = None
     try:
+        if resume_run_id:
+            logger = (tracker.resume_run(run.mlflow_run_id) if run.mlflow_run_id
+                      else tracker.start_run(f"{stage}:{run.id}"))
+        else:
+            logger = tracker.start_run(f"{stage}:{run.id}", params=resolved, parent_run_id=pipeline_mlflow_run_id,
+                                       tags={"kerneldojo.stage": stage, "kerneldojo.stage_run_id": run.id,
+                                             "kerneldojo.parents": ",".join(parent_ids)})
+            warehouse.set_mlflow_run(run.id, logger.run_id)
+        ctx = StageContext(stage, run.id, config, home, warehouse, logger)
+        started = time.perf_counter()
+        console.rule(f"[bold cyan]{stage}[/] {run.id}")
         yield ctx
-    except BaseException as exc:
         ctx.close()
-        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        warehouse.finish_stage_run(run.id, StageStatus.failed, error=error[:4000], summary=ctx.summary)
-        logger.set_tags({"kerneldojo.error": error[:5000]})
-        logger.finish(ok=False)
-        console.print(f"[red]{stage} {run.id} failed:[/] {error}")
+        if ctx.samples:
+            logger.log_json(ctx.samples, "sample_kernels.json")
+        ctx.summary["wall_seconds"] = round(time.perf_counter() - started, 2)
+        logger.log_metrics({"stage/wall_seconds": ctx.summary["wall_seconds"]})
+        logger.log_json(ctx.summary, "summary.json")
+        warehouse.finish_stage_run(run.id, StageStatus.succeeded, summary=ctx.summary)
+    except BaseException as exc:
+        error = failure_text(exc)
+        if ctx is not None:
+            with suppress(Exception):  # the body's error is the one to report
+                ctx.close()
+        warehouse.finish_stage_run(run.id, StageStatus.failed, error=error[:4000],
+                                   summary=ctx.summary if ctx is not None else None)
+        if logger is not None:
+            logger.set_tags({"kerneldojo.error": error[:5000]})
+            logger.finish(ok=False)
+        with suppress(AttributeError):  # an exception class with __slots__ takes no attribute
+            setattr(exc, FAILED_STAGE_RUN, (stage, run.id))
         raise
-    ctx.close()
-    if ctx.samples:
-        logger.log_json(ctx.samples, "sample_kernels.json")
-    ctx.summary["wall_seconds"] = round(time.perf_counter() - started, 2)
-    logger.log_metrics({"stage/wall_seconds": ctx.summary["wall_seconds"]})
-    warehouse.finish_stage_run(run.id, StageStatus.succeeded, summary=ctx.summary)
-    logger.log_json(ctx.summary, "summary.json")
     logger.finish(ok=True)
     console.print(f"[green]{stage} {run.id} succeeded[/] in {ctx.summary['wall_seconds']:.1f} s "
                   f"{json.dumps({k: v for k, v in ctx.summary.items() if k != 'wall_seconds'}, default=str)[:300]}")

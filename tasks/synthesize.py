@@ -4,6 +4,8 @@ decontaminated, into the warehouse."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -11,22 +13,33 @@ from prefect.cache_policies import NO_CACHE
 from operators.dedup import deduplicate, decontaminate
 from operators.imports import load_hf_problems, load_kernelbench
 from operators.synthesis import assign_splits, synthesize_problems
-from schemas.config import PipelineConfig
+from schemas.config import ConfigError, PipelineConfig
 from tasks.common import StageContext, progress_bar, stage_run
 from tasks.plots import bar_chart, close
+
+
+@contextmanager
+def _loading(key: str, location: str) -> Iterator[None]:
+    """A failed import names the config key that asked for it."""
+    try:
+        yield
+    except Exception as exc:
+        raise ConfigError(f"synthesize.{key}: cannot load {location!r}: {exc}") from exc
 
 
 def _imported(ctx: StageContext) -> list:
     cfg = ctx.config.synthesize
     problems = []
     if cfg.kernelbench_dir:
-        found, report = load_kernelbench(cfg.kernelbench_dir, cfg.kernelbench_levels or None)
+        with _loading("kernelbench_dir", cfg.kernelbench_dir):
+            found, report = load_kernelbench(cfg.kernelbench_dir, cfg.kernelbench_levels or None)
         problems += found
         ctx.mlflow.log_metrics({"import/kernelbench": report.imported, "import/kernelbench_skipped": len(report.skipped)})
         if report.skipped:
             ctx.mlflow.log_json(report.skipped, "import_kernelbench_skipped.json")
     if cfg.hf_dataset:
-        found, report = load_hf_problems(cfg.hf_dataset, cfg.hf_code_column, limit=cfg.hf_limit)
+        with _loading("hf_dataset", cfg.hf_dataset):
+            found, report = load_hf_problems(cfg.hf_dataset, cfg.hf_code_column, limit=cfg.hf_limit)
         problems += found
         ctx.mlflow.log_metrics({"import/hf": report.imported, "import/hf_skipped": len(report.skipped)})
         if report.skipped:
@@ -36,16 +49,21 @@ def _imported(ctx: StageContext) -> list:
 
 def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
                    pipeline_mlflow_run_id: str | None = None, pipeline_run_id: str | None = None) -> str:
+    config.synthesize.check_paths()
     with stage_run("synthesize", config, parent_ids or [], pipeline_mlflow_run_id, pipeline_run_id) as ctx:
         cfg = config.synthesize
+        # imports first: a bad import path or dataset fails in seconds, not after the NNSmith graphs
+        imported = _imported(ctx)
+        benchmark = []
+        if cfg.decontaminate_against:
+            with _loading("decontaminate_against", cfg.decontaminate_against):
+                benchmark, _ = load_kernelbench(cfg.decontaminate_against)
         with progress_bar("synthesize problems", cfg.num_problems) as advance:
             problems, report = synthesize_problems(cfg, config.seed, ctx.home.cache, progress=advance)
-        imported = _imported(ctx)
         # NNSmith problems are structurally distinct already; imports are checked against everything
         problems, dedup_report = deduplicate(problems + imported, structural=bool(imported))
         dropped = [d.__dict__ for d in dedup_report.dropped]
         if cfg.decontaminate_against:
-            benchmark, _ = load_kernelbench(cfg.decontaminate_against)
             problems, decon_report = decontaminate(problems, benchmark, cfg.ngram_n, cfg.max_ngram_overlap)
             dropped += [d.__dict__ for d in decon_report.dropped]
             ctx.mlflow.log_metrics({f"decontaminated/{k}": v for k, v in decon_report.counts().items()})

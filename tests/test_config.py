@@ -78,3 +78,37 @@ def test_leap_presets_set_the_paper_baselines_and_explicit_keys_win():
     assert load_config(None, ["leap_rl.preset=full", "leap_rl.reward=scalar"]).leap_rl.reward == "scalar"
     with pytest.raises(ConfigError, match="preset"):
         load_config(None, ["leap_rl.preset=ppo"])
+
+
+def test_a_set_value_that_is_not_yaml_is_one_line_naming_the_override():
+    with pytest.raises(ConfigError) as err:
+        load_config(None, ["k=[1"])
+    assert str(err.value) == "--set 'k=[1': not valid YAML: expected ',' or ']', but got '<stream end>' at column 3"
+
+
+def test_validation_errors_are_one_line_naming_every_key():
+    with pytest.raises(ConfigError) as err:
+        load_config(None, ["sft.epocs=3", "leap_rl.group_size=many"])
+    message = str(err.value)
+    assert "\n" not in message and "sft.epocs: unknown key" in message and "leap_rl.group_size:" in message
+
+
+@pytest.mark.parametrize("key", ["kernelbench_dir", "decontaminate_against"])
+def test_a_missing_kernelbench_folder_is_named_by_its_key(tmp_path, key):
+    cfg = load_config(None, [f"synthesize.{key}={tmp_path / 'nowhere'}"])
+    with pytest.raises(ConfigError, match=rf"^synthesize\.{key}: no such directory .*nowhere$"):
+        cfg.check_paths()
+    load_config(None, [f"synthesize.{key}={tmp_path}"]).check_paths()  # an existing folder passes
+    cfg.check_paths(["sft"])  # only the stages asked about are checked
+
+
+@pytest.mark.parametrize("location", ["{tmp}/missing.parquet", "{tmp}/missing", "./missing/data", "a/b/c"])
+def test_a_missing_local_hf_dataset_is_named_by_its_key(tmp_path, location):
+    cfg = load_config(None, [f"synthesize.hf_dataset={location.format(tmp=tmp_path)}"])
+    with pytest.raises(ConfigError, match=r"^synthesize\.hf_dataset: no such file or directory"):
+        cfg.check_paths()
+
+
+@pytest.mark.parametrize("name", ["nosuchorg/nosuchdataset", "squad", "my-org/data.v2"])
+def test_a_hub_dataset_name_is_left_to_the_load(name):
+    load_config(None, [f"synthesize.hf_dataset={name}"]).check_paths()  # cannot be checked offline

@@ -6,6 +6,9 @@
 - A stage run is `running` until it is marked `succeeded` or `failed`; readers
   that feed a later stage only accept succeeded runs, so a crashed stage's partial
   rows are never consumed.
+- A `running` row names the process that owns it (pid, host, start time).
+  `fail_vanished_runs` marks failed the rows whose owner is gone (a SIGKILL, an
+  OOM kill, a lost machine), so no run stays `running` for ever.
 - DuckDB allows one read-write process per file. Connections are opened per
   operation and retried while another process holds the lock, so `kerneldojo runs`
   works while a pipeline is writing.
@@ -26,6 +29,7 @@ from typing import Any
 import duckdb
 
 from schemas.records import Candidate, Problem, StageRun, StageStatus, Trajectory, Verdict
+from warehouse.process import ProcessIdentity
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS stage_runs (
@@ -66,6 +70,14 @@ CREATE TABLE IF NOT EXISTS eval_results (
     PRIMARY KEY (stage_run_id, problem_id, sample, turn)
 );
 """
+# Added after the first release: ALTER keeps warehouse files written before them readable and writable.
+MIGRATIONS = """
+ALTER TABLE stage_runs ADD COLUMN IF NOT EXISTS owner_pid INTEGER;
+ALTER TABLE stage_runs ADD COLUMN IF NOT EXISTS owner_host VARCHAR;
+ALTER TABLE stage_runs ADD COLUMN IF NOT EXISTS owner_started DOUBLE;
+"""
+STAGE_RUN_COLUMNS = ("id, stage, status, config, config_hash, parent_ids, mlflow_run_id, pipeline_run_id, "
+                     "started, finished, error")
 
 
 class WarehouseError(RuntimeError):
@@ -82,6 +94,7 @@ class Warehouse:
         self._local = threading.Lock()
         with self.connect() as con:
             con.execute(SCHEMA)
+            con.execute(MIGRATIONS)
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -92,6 +105,9 @@ class Warehouse:
                     con = duckdb.connect(str(self.path))
                     break
                 except duckdb.IOException as exc:
+                    if "not a valid duckdb database file" in str(exc).lower():
+                        raise WarehouseError(f"the warehouse at {self.path} is not a DuckDB file (corrupted?): "
+                                             f"{exc}") from exc
                     if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                         raise WarehouseError(f"cannot open {self.path}: {exc}") from exc
                     time.sleep(0.2)
@@ -102,14 +118,20 @@ class Warehouse:
 
     # -- stage runs -------------------------------------------------------------------------
     def begin_stage_run(self, stage: str, config: dict[str, Any], config_hash: str, parent_ids: list[str],
-                        pipeline_run_id: str | None = None, mlflow_run_id: str | None = None) -> StageRun:
+                        pipeline_run_id: str | None = None, mlflow_run_id: str | None = None,
+                        owner: ProcessIdentity | None = None) -> StageRun:
+        """A new `running` row owned by `owner` (default: this process)."""
+        owner = owner or ProcessIdentity.current()
         run = StageRun(id=f"{stage}-{uuid.uuid4().hex[:10]}", stage=stage, status=StageStatus.running,
                        config=config, config_hash=config_hash, parent_ids=parent_ids,
                        mlflow_run_id=mlflow_run_id, pipeline_run_id=pipeline_run_id, started=_now())
         with self.connect() as con:
-            con.execute("INSERT INTO stage_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)",
+            con.execute("INSERT INTO stage_runs (id, stage, status, config, config_hash, parent_ids, mlflow_run_id, "
+                        "pipeline_run_id, started, owner_pid, owner_host, owner_started) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [run.id, run.stage, run.status.value, json.dumps(config, default=str), config_hash,
-                         json.dumps(parent_ids), mlflow_run_id, pipeline_run_id, run.started])
+                         json.dumps(parent_ids), mlflow_run_id, pipeline_run_id, run.started,
+                         owner.pid, owner.host, owner.started])
         return run
 
     def set_mlflow_run(self, run_id: str, mlflow_run_id: str) -> None:
@@ -122,24 +144,53 @@ class Warehouse:
             con.execute("UPDATE stage_runs SET status = ?, finished = ?, error = ?, summary = ? WHERE id = ?",
                         [status.value, _now(), error, json.dumps(summary or {}, default=str), run_id])
 
-    def reopen_stage_run(self, run_id: str) -> None:
-        """Mark an interrupted run running again (resume); its rows stay, its end is cleared."""
+    def reopen_stage_run(self, run_id: str, owner: ProcessIdentity | None = None) -> None:
+        """Mark an interrupted run running again (resume), now owned by `owner` (default: this process);
+        its rows stay, its end is cleared."""
+        owner = owner or ProcessIdentity.current()
         with self.connect() as con:
-            con.execute("UPDATE stage_runs SET status = 'running', finished = NULL, error = NULL WHERE id = ?",
-                        [run_id])
+            con.execute("UPDATE stage_runs SET status = 'running', finished = NULL, error = NULL, owner_pid = ?, "
+                        "owner_host = ?, owner_started = ? WHERE id = ?",
+                        [owner.pid, owner.host, owner.started, run_id])
+
+    def owner(self, run_id: str) -> ProcessIdentity | None:
+        """The process recorded as running `run_id` (None for rows from before owners were recorded)."""
+        with self.connect() as con:
+            row = con.execute("SELECT owner_pid, owner_host, owner_started FROM stage_runs WHERE id = ?",
+                              [run_id]).fetchone()
+        return ProcessIdentity(*row) if row and row[0] is not None else None
+
+    def fail_vanished_runs(self) -> list[StageRun]:
+        """Mark failed every `running` row whose owner process has ended; returns those runs as failed.
+
+        Rows from before owners were recorded, and rows owned on another host, are left alone: there is
+        no telling from here whether their process lives."""
+        with self.connect() as con:
+            rows = con.execute("SELECT id, owner_pid, owner_host, owner_started FROM stage_runs "
+                               "WHERE status = 'running' AND owner_pid IS NOT NULL").fetchall()
+        failed = []
+        for run_id, pid, host, started in rows:
+            owner = ProcessIdentity(pid, host, started)
+            if not owner.is_gone():
+                continue
+            with self.connect() as con:  # only if still running under that owner: a resume may have taken it
+                changed = con.execute(
+                    "UPDATE stage_runs SET status = 'failed', finished = ?, error = ? WHERE id = ? AND "
+                    "status = 'running' AND owner_pid = ? AND owner_host = ? AND owner_started = ? RETURNING id",
+                    [_now(), f"process {pid} vanished (killed?)", run_id, pid, host, started]).fetchall()
+            if changed:
+                failed.append(self.stage_run(run_id))
+        return failed
 
     def stage_run(self, run_id: str) -> StageRun:
         with self.connect() as con:
-            row = con.execute("SELECT id, stage, status, config, config_hash, parent_ids, mlflow_run_id, "
-                              "pipeline_run_id, started, finished, error FROM stage_runs WHERE id = ?",
-                              [run_id]).fetchone()
+            row = con.execute(f"SELECT {STAGE_RUN_COLUMNS} FROM stage_runs WHERE id = ?", [run_id]).fetchone()
         if row is None:
             raise WarehouseError(f"no stage run {run_id!r} in {self.path}; `kerneldojo runs` lists them")
         return _stage_run(row)
 
     def stage_runs(self, stage: str | None = None) -> list[StageRun]:
-        query = ("SELECT id, stage, status, config, config_hash, parent_ids, mlflow_run_id, pipeline_run_id, "
-                 "started, finished, error FROM stage_runs")
+        query = f"SELECT {STAGE_RUN_COLUMNS} FROM stage_runs"
         params: list[Any] = []
         if stage:
             query += " WHERE stage = ?"

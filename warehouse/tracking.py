@@ -68,6 +68,17 @@ class Tracker:
         self.client.update_run(run_id, status="RUNNING")
         return RunLogger(self.client, run_id)
 
+    def fail_abandoned_run(self, run_id: str, error: str) -> None:
+        """End a run whose process died without ending it: FAILED, with the reason as a tag, and its
+        pipeline's parent run too while that is still RUNNING (it died with the same process)."""
+        run = self.client.get_run(run_id)
+        self.client.set_tag(run_id, "kerneldojo.error", error[:5000])
+        if run.info.status == "RUNNING":
+            self.client.set_terminated(run_id, "FAILED")
+        parent_id = run.data.tags.get("mlflow.parentRunId")
+        if parent_id and self.client.get_run(parent_id).info.status == "RUNNING":
+            self.client.set_terminated(parent_id, "FAILED")
+
     def ui_command(self) -> str:
         return f"mlflow ui --backend-store-uri {self.tracking_uri}"
 

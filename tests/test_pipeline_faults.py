@@ -1,0 +1,238 @@
+"""The pipeline's own faults: killed stages, a Prefect server outliving the CLI, and errors that were
+tracebacks. The CLI runs for real in a subprocess, its state in a fresh KERNELDOJO_HOME."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from mlflow.tracking import MlflowClient
+
+from schemas.records import StageStatus
+from warehouse.process import Killed, ProcessIdentity, raise_killed_on_signals, restore_signal_handlers
+from warehouse.store import Warehouse, WarehouseError
+from warehouse.tracking import default_tracking_uri
+
+ROOT = Path(__file__).resolve().parents[1]
+# 2,000 NNSmith problems take minutes: the stage is surely still running when the signal comes
+SLOW_SYNTHESIS = ["--set", "synthesize.num_problems=2000"]
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "KERNELDOJO_HOME": str(home), "KERNELDOJO_PROGRESS": "0", **extra}
+
+
+def _cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=_env(home, **env),
+                          capture_output=True, text=True, timeout=300)
+
+
+def _start_cli(home: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=_env(home),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _running_stage(proc: subprocess.Popen, home: Path, timeout_s: float = 180):
+    """The stage run `proc` is running, once its row and MLflow run exist."""
+    path, deadline = home / "warehouse.duckdb", time.monotonic() + timeout_s
+    wh = None
+    while True:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the CLI ended or stalled before its stage ran: {proc.communicate()}")
+        if wh is None and path.exists():
+            wh = Warehouse(path)
+        running = [r for r in wh.stage_runs() if r.status == StageStatus.running and r.mlflow_run_id] if wh else []
+        if running:
+            return wh, running[0]
+        time.sleep(0.5)
+
+
+def _prefect_servers(proc: subprocess.Popen) -> list[psutil.Process]:
+    servers = [c for c in psutil.Process(proc.pid).children(recursive=True)
+               if any("prefect_server.py" in part for part in c.cmdline())]
+    assert servers, "the CLI started no Prefect server of its own"
+    return servers
+
+
+def _wait_gone(processes: list[psutil.Process], timeout_s: float = 15) -> list[psutil.Process]:
+    """Those of `processes` still alive after `timeout_s`."""
+    _, alive = psutil.wait_procs(processes, timeout=timeout_s)
+    return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _servers_started_by(cli_pid: int) -> list[psutil.Process]:
+    """Prefect servers in the whole process table that a CLI with this pid started (its pid is their
+    last argument), orphans included."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if any("prefect_server.py" in part for part in cmdline) and cmdline[-1] == str(cli_pid):
+            found.append(process)
+    return found
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+# -- signals -------------------------------------------------------------------------------------------------
+def test_sigterm_marks_the_running_stage_failed_and_stops_the_prefect_server(tmp_path):
+    proc = _start_cli(tmp_path, "stage", "synthesize", *SLOW_SYNTHESIS)
+    try:
+        wh, run = _running_stage(proc, tmp_path)
+        servers = _prefect_servers(proc)
+        assert {p.pid for p in _servers_started_by(proc.pid)} == {p.pid for p in servers}
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert _error_lines(stderr) == [f"error: killed by SIGTERM; stage run {run.id} marked failed"]
+    assert "Traceback" not in stderr
+    failed = wh.stage_run(run.id)
+    assert failed.status == StageStatus.failed and failed.error == "killed by SIGTERM" and failed.finished
+    mlflow_run = MlflowClient(default_tracking_uri(tmp_path)).get_run(run.mlflow_run_id)
+    assert mlflow_run.info.status == "FAILED" and mlflow_run.data.tags["kerneldojo.error"] == "killed by SIGTERM"
+    assert _wait_gone(servers) == [] and _servers_started_by(proc.pid) == []
+
+
+def test_sigint_during_the_pipeline_fails_the_stage_and_the_pipeline_run(tmp_path):
+    proc = _start_cli(tmp_path, "run", *SLOW_SYNTHESIS)
+    try:
+        wh, run = _running_stage(proc, tmp_path)
+        servers = _prefect_servers(proc)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT
+    assert _error_lines(stderr) == [f"error: killed by SIGINT; stage run {run.id} marked failed"]
+    assert wh.stage_run(run.id).error == "killed by SIGINT"
+    client = MlflowClient(default_tracking_uri(tmp_path))
+    stage = client.get_run(run.mlflow_run_id)
+    pipeline = client.get_run(stage.data.tags["mlflow.parentRunId"])
+    assert stage.info.status == "FAILED" and pipeline.info.status == "FAILED"
+    assert _wait_gone(servers) == [] and _servers_started_by(proc.pid) == []
+
+
+def test_sigkill_leaves_the_run_to_the_next_command_and_no_server_behind(tmp_path):
+    proc = _start_cli(tmp_path, "run", *SLOW_SYNTHESIS)
+    try:
+        wh, run = _running_stage(proc, tmp_path)
+        servers = _prefect_servers(proc)
+        proc.kill()  # the CLI alone: its server must notice by itself
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert _wait_gone(servers) == [] and _servers_started_by(proc.pid) == []
+    assert wh.stage_run(run.id).status == StageStatus.running  # nobody was left to say otherwise
+
+    listing = _cli(tmp_path, "runs")
+    assert listing.returncode == 0
+    assert f"marked {run.id} failed: process {proc.pid} vanished (killed?)" in listing.stderr
+    failed = wh.stage_run(run.id)
+    assert failed.status == StageStatus.failed and failed.error == f"process {proc.pid} vanished (killed?)"
+    client = MlflowClient(default_tracking_uri(tmp_path))
+    stage = client.get_run(run.mlflow_run_id)
+    assert stage.info.status == "FAILED"
+    assert client.get_run(stage.data.tags["mlflow.parentRunId"]).info.status == "FAILED"
+
+
+def test_a_kill_lost_inside_a_finalizer_is_delivered_again():
+    """Python drops an exception raised in `__del__`; a signal arriving there must still end the work."""
+
+    class SignalsWhileFinalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):  # the handler runs in here, and its Killed is dropped with the finalizer
+                pass
+
+    previous = raise_killed_on_signals()
+    try:
+        with pytest.raises(Killed, match="killed by SIGTERM"):
+            SignalsWhileFinalized()  # finalized at once
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                pass
+    finally:
+        restore_signal_handlers(previous)
+
+
+def test_a_run_whose_process_still_works_on_it_is_not_resumed_twice(tmp_path):
+    from schemas.config import load_config
+    from tasks.common import stage_run
+
+    config = load_config(None, [f"home={tmp_path}"])
+    wh = Warehouse(tmp_path / "warehouse.duckdb")
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        run = wh.begin_stage_run("leap_rl", {}, "h", [], owner=ProcessIdentity.of(holder.pid))
+        with pytest.raises(WarehouseError, match=f"still running in process {holder.pid}"):
+            with stage_run("leap_rl", config, [], resume_run_id=run.id):
+                pass
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert wh.stage_run(run.id).status == StageStatus.running
+
+
+# -- one-line errors -----------------------------------------------------------------------------------------
+CLI_ERRORS = {
+    "set-not-yaml": (["run", "--set", "k=[1"], "error: --set 'k=[1': not valid YAML: "),
+    "kernelbench-dir": (["stage", "synthesize", "--set", "synthesize.kernelbench_dir={missing}"],
+                        "error: synthesize.kernelbench_dir: no such directory {missing}"),
+    "hf-dataset": (["run", "--set", "synthesize.hf_dataset={missing}.parquet"],
+                   "error: synthesize.hf_dataset: no such file or directory {missing}.parquet"),
+    "decontaminate": (["run", "--set", "synthesize.decontaminate_against={missing}"],
+                      "error: synthesize.decontaminate_against: no such directory {missing}"),
+    "runs-stage": (["runs", "--stage", "nosuchstage"], "error: unknown stage 'nosuchstage'; stages are synthesize, "),
+    "stage-name": (["stage", "nosuchstage"], "error: unknown stage 'nosuchstage'; stages are synthesize, "),
+    "corrupted": (["runs"], "error: the warehouse at {home}/warehouse.duckdb is not a DuckDB file (corrupted?): "),
+}
+
+
+@pytest.mark.parametrize("case", CLI_ERRORS)
+def test_cli_errors_are_one_line_naming_what_is_wrong(tmp_path, case):
+    args, expected = CLI_ERRORS[case]
+    missing = tmp_path / "missing"
+    if case == "corrupted":
+        (tmp_path / "warehouse.duckdb").write_bytes(os.urandom(20_000))
+    result = _cli(tmp_path, *[a.format(missing=missing) for a in args])
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(expected.format(missing=missing, home=tmp_path)), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_debug_shows_the_traceback_instead(tmp_path):
+    (tmp_path / "warehouse.duckdb").write_bytes(os.urandom(20_000))
+    result = _cli(tmp_path, "--debug", "runs")
+    assert result.returncode != 0
+    assert "Traceback (most recent call last)" in result.stderr and "WarehouseError: the warehouse at" in result.stderr
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["synthesize.num_problems=0"], r"RuntimeError: no problems: set synthesize.num_problems or an import"),
+    (["synthesize.num_problems=0", "synthesize.hf_dataset=nosuchorg/nosuchdataset"],
+     r"synthesize.hf_dataset: cannot load 'nosuchorg/nosuchdataset': Couldn't reach"),
+], ids=["stage-raises", "hub-dataset-offline"])
+def test_a_failing_stage_is_one_line_and_a_failed_row(tmp_path, overrides, expected):
+    args = [a for o in overrides for a in ("--set", o)]
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "stage", "synthesize", *args], cwd=ROOT,
+                            env=_env(tmp_path, HF_HUB_OFFLINE="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode != 0
+    [line] = _error_lines(stderr)
+    assert line == stderr.strip().splitlines()[-1] and "Traceback" not in stderr
+    assert _wait_gone(_servers_started_by(proc.pid), timeout_s=0) == []  # stopped before the CLI exited
+    [run] = Warehouse(tmp_path / "warehouse.duckdb").stage_runs("synthesize")
+    assert run.status == StageStatus.failed
+    assert line.startswith(f"error: synthesize {run.id} failed: ") and line.endswith("; see --debug")
+    assert re.search(expected, line)

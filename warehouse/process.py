@@ -1,0 +1,113 @@
+"""The process behind a running stage run: who it is, whether it still lives, and how a signal ends it.
+
+A `running` row records its owner as pid, host and process start time. The pid alone would not do:
+after a kill the kernel hands the same number to unrelated processes, and only the start time tells
+the owner from a newcomer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import psutil
+
+# psutil derives a start time from boot time and clock ticks: the same process always gets the same
+# value, and a different process reusing the pid would have to start within this window to be mistaken.
+START_TIME_TOLERANCE_S = 1.0
+TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    pid: int
+    host: str
+    started: float  # seconds since the epoch
+
+    @classmethod
+    def of(cls, pid: int) -> "ProcessIdentity":
+        return cls(pid, socket.gethostname(), psutil.Process(pid).create_time())
+
+    @classmethod
+    def current(cls) -> "ProcessIdentity":
+        return cls.of(os.getpid())
+
+    def is_gone(self) -> bool:
+        """True once this process has certainly ended; False while it runs or when it cannot be seen
+        from here (another host)."""
+        if self.host != socket.gethostname():
+            return False
+        try:
+            process = psutil.Process(self.pid)
+            if abs(process.create_time() - self.started) > START_TIME_TOLERANCE_S:
+                return True  # the pid now belongs to another process
+            return process.status() == psutil.STATUS_ZOMBIE  # dead, not yet reaped by its parent
+        except psutil.NoSuchProcess:
+            return True
+        except psutil.AccessDenied:
+            return False
+
+
+class Killed(BaseException):
+    """A terminating signal, raised in the main thread so that `finally` and `except BaseException`
+    blocks (the stage run's row, its MLflow run, the Prefect server) close before the process exits.
+    A BaseException, like KeyboardInterrupt, so that `except Exception` in stage code does not swallow it."""
+
+    def __init__(self, signum: int):
+        self.signal = signum
+        super().__init__(f"killed by {signal.Signals(signum).name}")
+
+
+REDELIVERY_DELAY_S = 0.01
+
+
+def _raise_killed(signum: int, _frame) -> None:
+    raise Killed(signum)
+
+
+def _redeliver_lost_signal(unraisable, fallback: Callable) -> None:
+    """A handler's exception raised while a finalizer runs (`__del__`, a ctypes callback: z3 objects die
+    by the thousand during synthesis) is dropped by Python as "Exception ignored in", and the process
+    would carry on. Send the signal again, from another thread so that it lands after the finalizer;
+    the handler raises anew. Covers Prefect's TerminationSignal too: both carry the signal number."""
+    exc = unraisable.exc_value
+    signum = getattr(exc, "signal", None)
+    if isinstance(exc, BaseException) and not isinstance(exc, Exception) and isinstance(signum, int):
+        threading.Timer(REDELIVERY_DELAY_S, os.kill, (os.getpid(), signum)).start()
+    else:
+        fallback(unraisable)
+
+
+@dataclass
+class PreviousHandlers:
+    signals: dict[int, Any]
+    unraisablehook: Callable
+
+
+def raise_killed_on_signals() -> PreviousHandlers:
+    """Turn SIGTERM, SIGINT and SIGHUP into `Killed` (main thread only: ValueError elsewhere); returns
+    what it replaced, for `restore_signal_handlers`.
+
+    A signal the process was started ignoring (`nohup`, background jobs) stays ignored."""
+    previous = PreviousHandlers({}, sys.unraisablehook)
+    for signum in TERMINATING_SIGNALS:
+        current = signal.getsignal(signum)
+        if current is signal.SIG_IGN:
+            continue
+        signal.signal(signum, _raise_killed)
+        previous.signals[signum] = current
+    sys.unraisablehook = partial(_redeliver_lost_signal, fallback=previous.unraisablehook)
+    return previous
+
+
+def restore_signal_handlers(previous: PreviousHandlers) -> None:
+    for signum, handler in previous.signals.items():
+        signal.signal(signum, handler)
+    sys.unraisablehook = previous.unraisablehook
