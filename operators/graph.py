@@ -165,3 +165,18 @@ def structural_signature(graph: ExportedGraph) -> str:
         shape = list(val.shape) if isinstance(val, torch.Tensor) else None
         parts.append(f"{node.target}:{shape}")
     return content_hash(*parts)
+
+
+def analyse_source(source: str, name: str = "reference") -> dict[str, Any]:
+    """What the stages need to know about a reference, from torch.export under fake tensors: its structural
+    signature, shape hints, op families, and the bytes its inputs and outputs take when it really runs.
+    Plain data (it crosses from a sandbox when the reference is untrusted)."""
+    from verifier.reference import load_reference_module
+
+    graph = export_reference(load_reference_module(source, name))
+    nbytes = lambda vals: sum(int(v.numel()) * v.element_size() for v in vals if isinstance(v, torch.Tensor))
+    return {"signature": structural_signature(graph),
+            "hints": [h.model_dump() for h in graph_hints(graph)],
+            "families": graph.families(),
+            "input_bytes": nbytes(n.meta.get("val") for n in graph.user_inputs),
+            "output_bytes": nbytes(n.meta.get("val") for n in graph.outputs if isinstance(n, torch.fx.Node))}

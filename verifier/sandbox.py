@@ -94,7 +94,8 @@ def sandbox_main(conn, role: str, device: str, memory_limit_mb: int, plan: jail.
     except (EOFError, OSError, KeyboardInterrupt):  # the judge closed without using it
         return
     if isinstance(job, dict):  # anything else is the judge's ("stop",)
-        {"run": run_candidate, "build": serve_builds, "reference": serve_reference}[role](conn, job)
+        {"run": run_candidate, "build": serve_builds, "reference": serve_reference,
+         "analyse": serve_analysis}[role](conn, job)
 
 
 def _sender(conn):
@@ -361,3 +362,25 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 send(("protocol_error", f"unknown message {kind!r}"))
         except BaseException as exc:
             send(("reference_error", _short_trace(exc)))
+
+
+# -- analyses of untrusted references (verifier/analysis.py) -------------------------------------------
+def serve_analysis(conn, job: dict[str, Any]) -> None:
+    """One analysis of an untrusted reference: its torch.export summary, or the template teacher's answer."""
+    send = _sender(conn)
+    send(("hello", os.getpid()))
+    try:
+        _prepare(job)
+        msg = conn.recv()
+        if msg[0] == "export":
+            from operators.graph import analyse_source
+
+            send(("analysed", analyse_source(msg[1])))
+        elif msg[0] == "teacher":
+            from schemas.records import Problem
+            from training.teacher import TemplateTeacher
+
+            out = TemplateTeacher().solve(Problem.model_validate_json(msg[1]), msg[2])
+            send(("analysed", {"completion": out.completion, "refusal": out.refusal}))
+    except BaseException as exc:
+        send(("analysis_error", _short_trace(exc)))

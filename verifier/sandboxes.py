@@ -246,10 +246,13 @@ class SandboxFactory:
         self.cache_dir = Path(cache_dir)
         for sub in ("bridge", "pch"):  # bound read-only into every sandbox, so they must exist first
             (self.cache_dir / sub).mkdir(parents=True, exist_ok=True)
+        import operators
         import schemas
+        import training
         import verifier
 
-        packages = [Path(verifier.__file__).parent, Path(schemas.__file__).parent]
+        # the packages sandboxes import from (analyses use operators and training), nothing else of the repository
+        packages = [Path(m.__file__).parent for m in (verifier, schemas, operators, training)]
         self.isolation = Isolation(config.isolation, self.cache_dir,
                                    readonly=[*packages, self.cache_dir / "bridge", self.cache_dir / "pch"])
         self._ctx = _forkserver_context()

@@ -1,0 +1,112 @@
+"""Untrusted reference programs analysed in sandboxes, never in a stage's own process.
+
+An imported problem (a KernelBench folder, a Hugging Face dataset) is code from outside: loading it runs
+its module, and torch.export runs its `get_init_inputs`, `get_inputs` and `Model`. The stages that need
+that (synthesize: structural dedup and decontamination; hints; the template teacher) ask a
+`ReferenceAnalyser`, which runs the analysis in an `analyse` sandbox with the verifier's walls and
+limits. A problem whose analysis fails, runs out of memory or time, or whose inputs would not fit the
+verifier's memory limit is one line in the stage's report, not the stage's crash. Problems this project
+generates itself (NNSmith) are analysed in process.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from schemas.config import VerifierConfig
+from schemas.records import Problem
+
+TRUSTED_SOURCES = frozenset({"nnsmith"})  # generated here; everything else is someone else's code
+
+
+class AnalysisError(RuntimeError):
+    """The reference cannot be analysed (or run) within the verifier's limits; the message says why."""
+
+
+def trusted(problem: Problem) -> bool:
+    return problem.source in TRUSTED_SOURCES
+
+
+class ReferenceAnalyser:
+    """Analyses references in sandboxes (one per request, on the CPU: fake tensors need no device)."""
+
+    def __init__(self, config: VerifierConfig, cache_dir: str | Path):
+        self.config = config.model_copy(update={"spare_sandboxes": 0})
+        self.cache_dir = Path(cache_dir)
+        self._factory = None
+        self._exports: dict[str, dict[str, Any] | AnalysisError] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def factory(self):
+        from verifier.sandboxes import SandboxFactory
+
+        if self._factory is None:
+            self._factory = SandboxFactory(self.config, self.cache_dir, "cpu")
+        return self._factory
+
+    def _ask(self, message: tuple, what: str):
+        box = self.factory.start("analyse")
+        try:
+            box.start({})
+            box.send(message)
+            reply = box.receive(self.config.run_timeout_s * 3)
+        finally:
+            box.close()
+        if reply is None:
+            raise AnalysisError(f"{what} did not finish within {self.config.run_timeout_s * 3:g} s")
+        if reply[0] == "died":
+            raise AnalysisError(f"{what} killed the sandbox (exit {reply[1]}; out of memory?)")
+        if reply[0] == "analysis_error" and len(reply) == 2 and isinstance(reply[1], str):
+            raise AnalysisError(f"{what} failed: {reply[1].strip().splitlines()[-1][:300]}")
+        if reply[0] != "analysed" or len(reply) != 2 or not isinstance(reply[1], dict):
+            raise AnalysisError(f"{what}: unexpected reply {str(reply)[:120]}")
+        return reply[1]
+
+    def export(self, problem: Problem) -> dict[str, Any]:
+        """operators.graph.analyse_source of the problem, with its inputs checked against the memory limit."""
+        with self._lock:
+            cached = self._exports.get(problem.id)
+        if cached is None:
+            try:
+                cached = self._ask(("export", problem.reference), f"problem {problem.name or problem.id}")
+                limit = self.config.memory_limit_mb << 20
+                if not isinstance(cached.get("input_bytes"), int) or not isinstance(cached.get("signature"), str):
+                    raise AnalysisError(f"problem {problem.name or problem.id}: malformed analysis")
+                if cached["input_bytes"] > limit:
+                    raise AnalysisError(f"problem {problem.name or problem.id}: its inputs take "
+                                        f"{cached['input_bytes'] / 2**30:.1f} GiB, more than verifier.memory_limit_mb "
+                                        f"({self.config.memory_limit_mb} MiB)")
+            except AnalysisError as exc:
+                cached = exc
+            with self._lock:
+                self._exports[problem.id] = cached
+        if isinstance(cached, AnalysisError):
+            raise cached
+        return cached
+
+    def teacher(self, problem: Problem, backend: str) -> dict[str, Any]:
+        """The template teacher's answer for an untrusted problem: {completion} or {refusal}."""
+        return self._ask(("teacher", problem.model_dump_json(), backend), f"problem {problem.name or problem.id}")
+
+    def close(self) -> None:
+        if self._factory is not None:
+            self._factory.close()
+
+
+def export_analysis(problem: Problem, analyser: ReferenceAnalyser | None) -> dict[str, Any]:
+    """analyse_source in this process for problems generated here, in a sandbox for everything else;
+    AnalysisError when it cannot be had (untrusted with no analyser: refused, never run here)."""
+    if trusted(problem):
+        from operators.graph import analyse_source
+
+        try:
+            return analyse_source(problem.reference, f"analysis_{problem.id}")
+        except Exception as exc:
+            raise AnalysisError(f"problem {problem.name or problem.id}: {exc!r}"[:400]) from exc
+    if analyser is None:
+        raise AnalysisError(f"problem {problem.name or problem.id} ({problem.source}) is untrusted code and no "
+                            "sandbox was given to analyse it")
+    return analyser.export(problem)
