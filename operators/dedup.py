@@ -12,9 +12,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-from operators.graph import export_reference, structural_signature
 from schemas.records import Problem, content_hash
-from verifier.reference import load_reference_module
+from verifier.analysis import AnalysisError, ReferenceAnalyser, export_analysis
 
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d+)?|\S")
 
@@ -30,11 +29,12 @@ def normalized_source(source: str) -> str:
     return ast.unparse(tree)
 
 
-def graph_signature(problem: Problem) -> str | None:
-    """Structural signature from torch.export (fake tensors); None if the reference cannot be exported."""
+def graph_signature(problem: Problem, analyser: ReferenceAnalyser | None = None) -> str | None:
+    """Structural signature from torch.export (fake tensors; an imported problem's in a sandbox);
+    None if the reference cannot be exported."""
     try:
-        return structural_signature(export_reference(load_reference_module(problem.reference, f"sig_{problem.id}")))
-    except Exception:
+        return export_analysis(problem, analyser)["signature"]
+    except AnalysisError:
         return None
 
 
@@ -64,8 +64,10 @@ class CleanReport:
         return out
 
 
-def deduplicate(problems: list[Problem], structural: bool = True) -> tuple[list[Problem], CleanReport]:
-    """First occurrence wins; later exact or structural duplicates are dropped and reported."""
+def deduplicate(problems: list[Problem], structural: bool = True,
+                analyser: ReferenceAnalyser | None = None) -> tuple[list[Problem], CleanReport]:
+    """First occurrence wins; later exact or structural duplicates are dropped and reported. Imported
+    problems are analysed by `analyser` (sandboxes); without one they get no structural signature."""
     report = CleanReport()
     kept: list[Problem] = []
     seen_exact: dict[str, str] = {}
@@ -75,7 +77,7 @@ def deduplicate(problems: list[Problem], structural: bool = True) -> tuple[list[
         if exact in seen_exact:
             report.dropped.append(Drop(p.id, p.name, "exact", seen_exact[exact]))
             continue
-        signature = graph_signature(p) if structural else None
+        signature = graph_signature(p, analyser) if structural else None
         if signature and signature in seen_graph:
             report.dropped.append(Drop(p.id, p.name, "structure", seen_graph[signature]))
             continue
@@ -88,14 +90,15 @@ def deduplicate(problems: list[Problem], structural: bool = True) -> tuple[list[
 
 
 def decontaminate(problems: list[Problem], benchmark: list[Problem], ngram_n: int = 13,
-                  max_overlap: float = 0.5, structural: bool = True) -> tuple[list[Problem], CleanReport]:
+                  max_overlap: float = 0.5, structural: bool = True,
+                  analyser: ReferenceAnalyser | None = None) -> tuple[list[Problem], CleanReport]:
     """Drop problems that match a benchmark problem structurally or share more than `max_overlap` of
     their n-grams with one."""
     report = CleanReport()
     bench_graph = {}
     if structural:
         for b in benchmark:
-            sig = graph_signature(b)
+            sig = graph_signature(b, analyser)
             if sig:
                 bench_graph.setdefault(sig, b.name or b.id)
     owners: dict[str, set[int]] = {}
@@ -107,7 +110,7 @@ def decontaminate(problems: list[Problem], benchmark: list[Problem], ngram_n: in
             owners.setdefault(g, set()).add(i)
     kept = []
     for p in problems:
-        sig = graph_signature(p) if structural else None
+        sig = graph_signature(p, analyser) if structural else None
         if sig and sig in bench_graph:
             report.dropped.append(Drop(p.id, p.name, "structure", bench_graph[sig]))
             continue

@@ -3,20 +3,19 @@ rendered concisely for the prompt (MusaCoder's tensor shape/stride/contiguity hi
 
 from __future__ import annotations
 
-from operators.graph import export_reference, graph_hints
 from schemas.records import Problem, TensorHint
-from verifier.reference import load_reference_module
+from verifier.analysis import AnalysisError, ReferenceAnalyser, export_analysis
 
 
 class HintError(RuntimeError):
     pass
 
 
-def extract_hints(problem: Problem) -> list[TensorHint]:
+def extract_hints(problem: Problem, analyser: ReferenceAnalyser | None = None) -> list[TensorHint]:
+    """Per-node hints from torch.export under fake tensors (an imported problem's in a sandbox)."""
     try:
-        module = load_reference_module(problem.reference, f"hints_{problem.id}")
-        return graph_hints(export_reference(module))
-    except Exception as exc:
+        return [TensorHint(**h) for h in export_analysis(problem, analyser)["hints"]]
+    except AnalysisError as exc:
         raise HintError(f"torch.export failed for problem {problem.id}: {exc}") from exc
 
 

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from schemas.config import UPSTREAM, PipelineConfig, config_hash
 from schemas.records import Candidate, Problem, StageStatus, Verdict
+from verifier.analysis import ReferenceAnalyser
 from verifier.pool import VerifierPool, make_pool
 from verifier.reward import correctness_first_reward
 from warehouse.home import Home
@@ -48,17 +49,28 @@ class StageContext:
     summary: dict[str, Any] = field(default_factory=dict)
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # verdict category -> examples
     _pool: VerifierPool | None = None
+    _analyser: ReferenceAnalyser | None = None
 
     @property
     def artifacts(self) -> Path:
         return self.home.artifacts(self.run_id)
 
     @property
+    def verifier_cache(self) -> Path:
+        return Path(self.config.verifier.cache_dir or self.home.cache / "verifier")
+
+    @property
     def pool(self) -> VerifierPool:
         if self._pool is None:
-            cache = Path(self.config.verifier.cache_dir or self.home.cache / "verifier")
-            self._pool = make_pool(self.config.verifier, cache, self.config.seed)
+            self._pool = make_pool(self.config.verifier, self.verifier_cache, self.config.seed)
         return self._pool
+
+    @property
+    def analyser(self) -> ReferenceAnalyser:
+        """Sandboxes for analysing imported (untrusted) references (verifier/analysis.py)."""
+        if self._analyser is None:
+            self._analyser = ReferenceAnalyser(self.config.verifier, self.verifier_cache)
+        return self._analyser
 
     def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict]:
         """Verify in the pool (duplicates judged once), record candidates and verdicts, return in order."""
@@ -90,6 +102,8 @@ class StageContext:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+        if self._analyser is not None:
+            self._analyser.close()
 
 
 _live_progress: Progress | None = None

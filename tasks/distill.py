@@ -23,7 +23,7 @@ def _candidate(problem, completion: str, backend: str, origin: str) -> Candidate
                      backend=backend, origin=origin)
 
 
-def _teacher(config: PipelineConfig, cache):
+def _teacher(config: PipelineConfig, cache, analyser):
     import os
 
     cfg = config.distill
@@ -32,7 +32,7 @@ def _teacher(config: PipelineConfig, cache):
         return make_teacher("openai", base_url=o.base_url, model=o.model, api_key=os.environ.get(o.api_key_env),
                             concurrency=o.concurrency, retries=o.retries, timeout_s=o.timeout_s,
                             temperature=o.temperature, max_tokens=o.max_tokens, cache_dir=str(cache / "teacher"))
-    return make_teacher(cfg.teacher)
+    return make_teacher(cfg.teacher, analyser=analyser)
 
 
 def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str | None = None,
@@ -42,7 +42,7 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(from_run, "hints").id, split="train")
         if cfg.max_problems:
             problems = problems[: cfg.max_problems]
-        teacher = _teacher(config, ctx.home.cache)
+        teacher = _teacher(config, ctx.home.cache, ctx.analyser)
         solved, refusals = [], Counter()
         with progress_bar(f"{teacher.name} teacher", len(problems)) as advance:
             outputs = teacher.solve_many(problems, backend)

@@ -18,7 +18,7 @@ def run_hints(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str
         with progress_bar("export shape hints", len(problems)) as advance:
             for problem in problems:
                 try:
-                    hinted.append(problem.model_copy(update={"hints": extract_hints(problem)}))
+                    hinted.append(problem.model_copy(update={"hints": extract_hints(problem, ctx.analyser)}))
                 except HintError as exc:  # keep the problem; its prompt just has no hints
                     log.warning("%s", exc)
                     hinted.append(problem)

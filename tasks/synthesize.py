@@ -3,6 +3,7 @@ decontaminated, into the warehouse."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +48,36 @@ def _imported(ctx: StageContext) -> list:
     return assign_splits(problems, cfg.test_fraction, ctx.config.seed) if problems else []
 
 
+def _runnable(ctx: StageContext, imported: list) -> tuple[list, list[dict]]:
+    """Imported problems whose reference loads, exports and fits the verifier's memory, each analysed in a
+    sandbox (it is someone else's code); the others as drops with the reason, one line each."""
+    if not imported:
+        return [], []
+    from concurrent.futures import ThreadPoolExecutor
+
+    from verifier.analysis import AnalysisError
+
+    def analyse(problem):
+        try:
+            ctx.analyser.export(problem)
+            return None
+        except AnalysisError as exc:
+            return str(exc)
+
+    kept, dropped = [], []
+    with progress_bar("analyse imported problems (sandboxed)", len(imported)) as advance, \
+            ThreadPoolExecutor(max_workers=max(1, min(8, len(os.sched_getaffinity(0))))) as threads:
+        for problem, error in zip(imported, threads.map(analyse, imported)):
+            advance(1)
+            if error is None:
+                kept.append(problem)
+            else:
+                dropped.append({"problem_id": problem.id, "name": problem.name, "reason": "unrunnable",
+                                "matched": error, "score": 1.0})
+    ctx.mlflow.log_metrics({"import/unrunnable": len(dropped)})
+    return kept, dropped
+
+
 def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
                    pipeline_mlflow_run_id: str | None = None, pipeline_run_id: str | None = None) -> str:
     config.synthesize.check_paths()
@@ -60,11 +91,13 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
                 benchmark, _ = load_kernelbench(cfg.decontaminate_against)
         with progress_bar("synthesize problems", cfg.num_problems) as advance:
             problems, report = synthesize_problems(cfg, config.seed, ctx.home.cache, progress=advance)
+        imported, unrunnable = _runnable(ctx, imported)
         # NNSmith problems are structurally distinct already; imports are checked against everything
-        problems, dedup_report = deduplicate(problems + imported, structural=bool(imported))
-        dropped = [d.__dict__ for d in dedup_report.dropped]
+        problems, dedup_report = deduplicate(problems + imported, structural=bool(imported), analyser=ctx.analyser)
+        dropped = unrunnable + [d.__dict__ for d in dedup_report.dropped]
         if cfg.decontaminate_against:
-            problems, decon_report = decontaminate(problems, benchmark, cfg.ngram_n, cfg.max_ngram_overlap)
+            problems, decon_report = decontaminate(problems, benchmark, cfg.ngram_n, cfg.max_ngram_overlap,
+                                                   analyser=ctx.analyser)
             dropped += [d.__dict__ for d in decon_report.dropped]
             ctx.mlflow.log_metrics({f"decontaminated/{k}": v for k, v in decon_report.counts().items()})
         if not problems:

@@ -40,3 +40,14 @@ def verifier_cache(session_dir) -> Path:
     path = session_dir / "verifier-cache"
     path.mkdir(exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def analyser(verifier_cache):
+    """Sandboxes for analysing untrusted (imported) references."""
+    from schemas.config import VerifierConfig
+    from verifier.analysis import ReferenceAnalyser
+
+    analyser = ReferenceAnalyser(VerifierConfig(), verifier_cache)
+    yield analyser
+    analyser.close()

@@ -9,7 +9,7 @@ from training.corpora import diagnosis_example, mutate_kernel, qa_examples, revi
 from training.model import train_tokenizer
 from training.sft import IGNORE_INDEX, SFTExample, encode_example
 
-PROBLEM = Problem(id="t", source="test", reference=TRANSPOSED)
+PROBLEM = Problem(id="t", source="builtin", reference=TRANSPOSED)
 
 
 def _verdict(category):

@@ -1,11 +1,13 @@
 """Imports (KernelBench checkouts, HF datasets), exports, dedup and decontamination."""
 
+import json
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from operators.dedup import decontaminate, deduplicate, normalized_source
-from operators.hints import extract_hints
+from operators.hints import HintError, extract_hints
 from operators.imports import ImportErrorReport, export_problems, load_hf_problems, load_kernelbench
 from schemas.records import Problem
 
@@ -84,9 +86,11 @@ def test_kernelbench_checkout_loads_by_level_without_running_anything(checkout):
         load_kernelbench(checkout.parent / "empty")
 
 
-def test_hints_of_a_multi_gigabyte_problem_come_from_fake_tensors(checkout):
+def test_hints_of_a_multi_gigabyte_problem_come_from_fake_tensors(checkout, analyser):
     problems, _ = load_kernelbench(checkout)
-    hints = extract_hints(problems[0])
+    with pytest.raises(HintError, match="untrusted code"):  # an import is never run in this process
+        extract_hints(problems[0])
+    hints = extract_hints(problems[0], analyser)
     assert [(h.op, h.shape) for h in hints] == [("input", [4096, 393216]), ("aten.relu", [4096, 393216])]
 
 
@@ -102,7 +106,7 @@ def test_hf_dataset_round_trip_and_import(tmp_path, checkout):
         load_hf_problems(str(out / "data.parquet"))
 
 
-def test_dedup_exact_and_structural():
+def test_dedup_exact_and_structural(analyser):
     relu = Problem(id="a", source="t", name="relu", reference=BIG_RELU)
     reformatted = Problem(id="b", source="t", name="relu_comments",
                           reference=BIG_RELU.replace('"""Applies ReLU."""', '"""Another docstring."""  # hi'))
@@ -110,13 +114,13 @@ def test_dedup_exact_and_structural():
                       reference=BIG_RELU.replace("x: torch.Tensor", "inp: torch.Tensor").replace("relu(x)", "relu(inp)"))
     gemm = Problem(id="d", source="t", name="gemm", reference=GEMM)
     assert normalized_source(relu.reference) == normalized_source(reformatted.reference)
-    kept, report = deduplicate([relu, reformatted, renamed, gemm])
+    kept, report = deduplicate([relu, reformatted, renamed, gemm], analyser=analyser)
     assert [p.name for p in kept] == ["relu", "gemm"]
     assert [(d.name, d.reason, d.matched) for d in report.dropped] == [
         ("relu_comments", "exact", "relu"), ("relu_renamed", "structure", "relu")]
 
 
-def test_decontamination_by_structure_and_ngrams(checkout):
+def test_decontamination_by_structure_and_ngrams(checkout, analyser):
     benchmark, _ = load_kernelbench(checkout)
     same_graph = Problem(id="s", source="t", name="my_relu", reference=BIG_RELU.replace("4096", "2048 * 2"))
     copied_text = Problem(id="n", source="t", name="copied_gemm",
@@ -143,7 +147,8 @@ def test_decontamination_by_structure_and_ngrams(checkout):
         def get_init_inputs():
             return []
     '''))
-    kept, report = decontaminate([same_graph, copied_text, unrelated], benchmark, ngram_n=8, max_overlap=0.5)
+    kept, report = decontaminate([same_graph, copied_text, unrelated], benchmark, ngram_n=8, max_overlap=0.5,
+                                 analyser=analyser)
     assert [p.name for p in kept] == ["tanh"]
     reasons = {d.name: (d.reason, d.matched) for d in report.dropped}
     assert reasons["my_relu"] == ("structure", "level1/19_ReLU")
@@ -162,6 +167,12 @@ def test_synthesize_stage_imports_decontaminates_and_exports(tmp_path, checkout,
     from warehouse.store import Warehouse
     from warehouse.tracking import default_tracking_uri
 
+    hostile = checkout / "KernelBench" / "level1"
+    (hostile / "90_HundredGigabytes.py").write_text(BIG_RELU.replace(
+        "return [torch.rand(batch_size, dim)]", "return [torch.rand(4, 4), bytearray(100 << 30)]"))
+    (hostile / "91_FakeHundredGigabytes.py").write_text(BIG_RELU.replace("dim = 393216", "dim = 393216 * 16"))
+    (hostile / "92_TouchesTheHost.py").write_text(BIG_RELU.replace(
+        "def get_inputs(**kwargs):", f"def get_inputs(**kwargs):\n    open('{tmp_path}/pwned', 'w').write('x')"))
     overrides = [f"home={tmp_path / 'home'}", "synthesize.num_problems=4", f"synthesize.kernelbench_dir={checkout}",
                  f"synthesize.decontaminate_against={checkout / 'KernelBench' / 'level2'}"]
     run_id = stage(name="synthesize", overrides=overrides)
@@ -172,6 +183,14 @@ def test_synthesize_stage_imports_decontaminates_and_exports(tmp_path, checkout,
     assert sum(p.source == "nnsmith" for p in wh.problems(run_id)) == 4
     mlflow_run = MlflowClient(default_tracking_uri(Home.of(config).root)).get_run(wh.stage_run(run_id).mlflow_run_id)
     assert mlflow_run.data.metrics["decontaminated/structure"] == 1
+    # someone else's code ran only in sandboxes: each problem that would not load or fit is one line
+    assert mlflow_run.data.metrics["import/unrunnable"] == 3
+    dropped = {d["name"]: d for d in json.loads(Path(MlflowClient(default_tracking_uri(Home.of(config).root))
+                                                    .download_artifacts(mlflow_run.info.run_id,
+                                                                        "dropped_problems.json")).read_text())}
+    assert dropped["level1/90_HundredGigabytes"]["reason"] == "unrunnable"
+    assert "GiB" in dropped["level1/91_FakeHundredGigabytes"]["matched"]
+    assert "92_TouchesTheHost" not in " ".join(names) and not (tmp_path / "pwned").exists()
     hints = stage(name="hints", from_run=run_id, overrides=overrides)
     assert all(p.hints for p in wh.problems(hints))
     out = tmp_path / "exported"

@@ -75,7 +75,7 @@ def get_init_inputs():
 
 
 def test_hints_report_shapes_strides_and_contiguity():
-    problem = Problem(id="t", source="test", reference=TRANSPOSED)
+    problem = Problem(id="t", source="builtin", reference=TRANSPOSED)
     hints = extract_hints(problem)
     by_op = {h.op: h for h in hints}
     assert by_op["input"].shape == [4, 6] and by_op["input"].stride == [6, 1] and by_op["input"].contiguous
@@ -93,7 +93,7 @@ def test_teacher_solves_synthesized_problems_and_refuses_what_it_cannot(problems
     code = extract_code(outputs[0].completion)
     assert "class ModelNew" in code and "load_inline" in code and "1. Operators" in outputs[0].completion
     scan = TRANSPOSED.replace("torch.relu(x.t())", "torch.cumsum(x, 0)")
-    refused = teacher.solve(Problem(id="m", source="test", reference=scan), "cpu")
+    refused = teacher.solve(Problem(id="m", source="builtin", reference=scan), "cpu")
     assert refused.completion is None and "no template" in refused.refusal
     assert "cuda_sources=cuda_source" in teacher.solve(found[0], "cuda").completion
     assert teacher.solve(found[0], "rocm").refusal
@@ -127,7 +127,7 @@ def test_teacher_covers_linear_matmul_and_views(verifier_cache):
     from schemas.records import Candidate
     from verifier.pool import LocalVerifierPool
 
-    problem = Problem(id=Problem.make_id(LINEAR_AND_MATMUL), source="test", reference=LINEAR_AND_MATMUL)
+    problem = Problem(id=Problem.make_id(LINEAR_AND_MATMUL), source="builtin", reference=LINEAR_AND_MATMUL)
     out = TemplateTeacher().solve(problem, "cpu")
     assert out.completion, out.refusal
     code = extract_code(out.completion)
@@ -148,7 +148,7 @@ def test_cuda_teacher_kernels_compile_with_nvcc_against_the_shim(problems, tmp_p
 
     teacher = TemplateTeacher()
     found, _, _ = problems
-    extra = Problem(id="lm", source="test", reference=LINEAR_AND_MATMUL)
+    extra = Problem(id="lm", source="builtin", reference=LINEAR_AND_MATMUL)
     for i, problem in enumerate([*found[:3], extra]):
         code = extract_code(teacher.solve(problem, "cuda").completion)
         strings = {t.id: n.value.value for n in ast.parse(code).body if isinstance(n, ast.Assign)

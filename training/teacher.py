@@ -22,6 +22,7 @@ import torch.fx
 from operators.graph import ExportedGraph, export_reference, op_family, op_short_name
 from schemas.records import Problem
 from training.prompts import completion_text
+from verifier.analysis import AnalysisError, trusted
 from verifier.reference import load_reference_module
 
 
@@ -678,9 +679,17 @@ def _reasoning(graph: ExportedGraph, writer: _Writer, inputs: list[str], cuda: b
 
 class TemplateTeacher:
     """Writes C++ (cpu) or CUDA (cuda) for float32 graphs of elementwise, reduction, softmax, linear, 2-D
-    matmul and view ops; like every teacher's, its outputs are verified before they are used."""
+    matmul and view ops; like every teacher's, its outputs are verified before they are used.
+
+    Walking a reference's graph runs its code (torch.export), so an imported problem is solved in a
+    sandbox by `analyser` (verifier/analysis.py) and refused without one; `sandboxed` is set inside that
+    sandbox."""
 
     name = "template"
+
+    def __init__(self, analyser=None, sandboxed: bool = False):
+        self.analyser = analyser
+        self.sandboxed = sandboxed
 
     def solve_many(self, problems: list[Problem], backend: str) -> list[TeacherOutput]:
         return [self.solve(p, backend) for p in problems]
@@ -688,6 +697,15 @@ class TemplateTeacher:
     def solve(self, problem: Problem, backend: str) -> TeacherOutput:
         if backend not in ("cpu", "cuda"):
             return TeacherOutput(problem.id, refusal=f"the template teacher writes cpu and cuda kernels, not {backend}")
+        if not (self.sandboxed or trusted(problem)):
+            if self.analyser is None:
+                return TeacherOutput(problem.id, refusal=f"{problem.source} problems are untrusted code: the template "
+                                     "teacher analyses them only in a sandbox")
+            try:
+                answer = self.analyser.teacher(problem, backend)
+            except AnalysisError as exc:
+                return TeacherOutput(problem.id, refusal=str(exc)[:300])
+            return TeacherOutput(problem.id, completion=answer.get("completion"), refusal=answer.get("refusal"))
         try:
             graph = export_reference(load_reference_module(problem.reference, f"teacher_{problem.id}"))
             source, reasoning = write_solution(problem, graph, backend)
@@ -786,7 +804,7 @@ class TeacherUnavailable(RuntimeError):
 
 def make_teacher(name: str, **settings: Any) -> Teacher:
     if name == "template":
-        return TemplateTeacher()
+        return TemplateTeacher(**settings)
     if name == "openai":
         return OpenAITeacher(**settings)
     raise ValueError(f"unknown teacher {name!r}; available: template, openai")

@@ -6,7 +6,8 @@ that (synthesize: structural dedup and decontamination; hints; the template teac
 `ReferenceAnalyser`, which runs the analysis in an `analyse` sandbox with the verifier's walls and
 limits. A problem whose analysis fails, runs out of memory or time, or whose inputs would not fit the
 verifier's memory limit is one line in the stage's report, not the stage's crash. Problems this project
-generates itself (NNSmith) are analysed in process.
+generates itself (NNSmith) or defines in its own code (source `builtin`: examples, tests) are analysed in
+process.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from schemas.config import VerifierConfig
 from schemas.records import Problem
 
-TRUSTED_SOURCES = frozenset({"nnsmith"})  # generated here; everything else is someone else's code
+TRUSTED_SOURCES = frozenset({"nnsmith", "builtin"})  # generated here or written in this repository (examples, tests)
 
 
 class AnalysisError(RuntimeError):

@@ -134,7 +134,7 @@ def example_problem(name: str, backend: str) -> Problem:
     expr, _ = OPS[name]
     shape = "4096, 1024" if backend == "cuda" else "64, 256"
     source = REFERENCE.format(name=name, expr=expr, shape=shape)
-    return Problem(id=Problem.make_id(source), source="example", reference=source, name=name,
+    return Problem(id=Problem.make_id(source), source="builtin", reference=source, name=name,
                    op_families=["elementwise-unary"])
 
 

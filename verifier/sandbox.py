@@ -380,7 +380,7 @@ def serve_analysis(conn, job: dict[str, Any]) -> None:
             from schemas.records import Problem
             from training.teacher import TemplateTeacher
 
-            out = TemplateTeacher().solve(Problem.model_validate_json(msg[1]), msg[2])
+            out = TemplateTeacher(sandboxed=True).solve(Problem.model_validate_json(msg[1]), msg[2])
             send(("analysed", {"completion": out.completion, "refusal": out.refusal}))
     except BaseException as exc:
         send(("analysis_error", _short_trace(exc)))
