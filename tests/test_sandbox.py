@@ -164,3 +164,46 @@ def test_leftovers_of_a_killed_judge_are_removed_by_the_next(tmp_path):
     assert not any(p.exists() for p in leftovers)
     first.release(home)
     assert second.tag == first.tag  # the same (live) process: its own sandboxes are never taken for leftovers
+
+
+def test_a_forged_or_edited_cached_verdict_is_refused_and_judged_again(tmp_path):
+    """The verdict cache is the judge's: an entry written without its secret, edited, or signed by another
+    home is refused (and the candidate judged again), never a cached pass."""
+    from verifier.pool import LocalVerifierPool
+    from verifier.signed_store import SignedStore
+
+    cfg = load_config(None, ["verifier.spare_sandboxes=0", "verifier.run_timeout_s=4"]).verifier
+    cand = candidate("wrong_output")
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        first = pool.verify(problem(), cand)
+        assert first.category == V.wrong_output and pool.verify(problem(), cand).cached
+        path = pool.cache.store.path(f"{pool.cache.key(problem(), cand, cfg, 0)}.json")
+        forged = first.model_copy(update={"category": V.passed, "correct": True, "pass_fraction": 1.0,
+                                          "speedup_vs_eager": 50.0}).model_dump_json().encode()
+        other_home = SignedStore(tmp_path / "elsewhere", b"another home's secret, 32 bytes!")
+        for attempt in (forged,  # unsigned
+                        path.read_bytes().replace(b'"wrong_output"', b'"pass"'),  # signed, then edited
+                        other_home.sign(path.name, forged)):  # signed under another secret
+            path.write_bytes(attempt)
+            again = pool.verify(problem(), cand)
+            assert again.category == V.wrong_output and not again.cached, again
+        assert pool.cache.store.refused == 3
+
+
+def test_an_edited_shared_object_is_refused_and_rebuilt(tmp_path):
+    import torch
+
+    from verifier.fastbuild import FastInlineBuilder
+
+    src = "torch::Tensor twice(torch::Tensor x) { auto o = torch::empty_like(x); " \
+          "for (int64_t i = 0; i < x.numel(); ++i) o.data_ptr<float>()[i] = 2 * x.data_ptr<float>()[i]; return o; }"
+    FastInlineBuilder(tmp_path).load_inline("twice", src, functions=["twice"])
+    store_root = tmp_path / "builds"
+    (entry,) = [p for p in store_root.iterdir() if "." not in p.name]  # the shared object (no gap marker)
+    blob = bytearray(entry.read_bytes())
+    blob[len(blob) // 2] ^= 0xFF  # one byte of the library changed by someone without the secret
+    entry.write_bytes(bytes(blob))
+    again = FastInlineBuilder(tmp_path)
+    module = again.load_inline("twice_again", src, functions=["twice"])
+    assert again.store.refused == 1 and again.stats.builds == 1 and again.stats.cache_hits == 0
+    assert torch.equal(module.twice(torch.ones(3)), torch.full((3,), 2.0))
