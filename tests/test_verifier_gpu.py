@@ -152,7 +152,6 @@ def cuda_attacks(secret_file: str, cache_dir: str) -> dict[str, tuple[Candidate,
     host = lambda code: [("auto out = torch::empty_like(x);", code + "\n    auto out = torch::empty_like(x);")]
     read = ('std::string got; if (FILE* f = fopen("PATH", "rb")) { char buf[128] = {0}; got.assign(buf, fread(buf, 1, 127, f)); '
             'fclose(f); } TORCH_CHECK(got.empty(), "ATTACK SUCCEEDED: ", got); TORCH_CHECK(false, "attack refused");')
-    forward = "return scale_shift_ext.scale_shift_cuda(x.contiguous())"
     return {
         "read_host_file": (cuda_candidate(extra="", replace=host(read.replace("PATH", secret_file))), V.runtime_error, None, True),
         "read_cache_secret": (cuda_candidate(replace=host(read.replace("PATH", f"{cache_dir}/secret"))), V.runtime_error,

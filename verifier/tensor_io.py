@@ -9,7 +9,6 @@ be a SIGBUS in the judge): it reads into its own buffer and checks every field b
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +27,6 @@ DTYPES: dict[str, torch.dtype] = {
 
 class TamperedData(ValueError):
     """Metadata or bytes that the sandbox's own code would never produce."""
-
-
-def io_root(fallback: Path) -> Path:
-    """Where data-plane files go: tmpfs if the machine has one (no disk writes), else `fallback`."""
-    shm = Path("/dev/shm")
-    return shm if shm.is_dir() and os.access(shm, os.W_OK) else fallback
 
 
 def _span_elements(shape: list[int], stride: list[int]) -> int:
@@ -146,4 +139,4 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(flat(a), flat(b.to(a.device)))
 
 
-__all__ = ["TamperedData", "io_root", "write_tensors", "read_tensors", "describe", "nbytes_of", "same_bytes"]
+__all__ = ["TamperedData", "write_tensors", "read_tensors", "describe", "nbytes_of", "same_bytes"]
