@@ -103,6 +103,9 @@ class Verdict(Record):
     phases: dict[str, float] = Field(default_factory=dict)  # seconds per harness phase, as the judge saw them
     # seconds per call: the sandbox's claim, the judge's own clock, what was believed, the eager baseline
     timing: dict[str, float] = Field(default_factory=dict)
+    # passing kernels: the least time their memory traffic needs (bytes read + written at the device's copy
+    # bandwidth) over the time they took; 1.0 = at the bandwidth roofline
+    roofline_fraction: float | None = None
 
     @property
     def passed(self) -> bool:

@@ -14,6 +14,7 @@ import ast
 import itertools
 import logging
 import math
+import random
 import re
 import threading
 import time
@@ -33,13 +34,17 @@ from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
 from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStartError
 from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
-from verifier.timing import believed_seconds
+from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
 
 log = logging.getLogger("kerneldojo.verifier")
 INIT_SEED = 42
 SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured before it is believed
 MIN_TIMING_WINDOW_S = 0.02  # timed calls together last at least this long, so the judge's clock resolves them
-MAX_TIMING_RUNS = 1000
+MAX_TIMING_RUNS = 300  # (each timed call also costs the harness ~0.2 ms off the clock: inputs refilled, output copied)
+TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (more calls than fit reuse sets in turn)
+CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
+TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
+FLOOR_SLACK = 0.5  # below half the copy-bandwidth bound is impossible (a read-mostly kernel may beat a copy)
 
 __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
 
@@ -133,6 +138,7 @@ class _Outcome:
     speedup_compile: float | None = None
     compile_seconds: float = 0.0
     timing: dict[str, float] = field(default_factory=dict)
+    roofline: float | None = None
 
 
 @dataclass
@@ -154,6 +160,10 @@ class _Baseline:
     overhead: float  # the timing harness's own cost per call (judge's clock minus the reported total)
     window: float  # the judge's clock around all timed calls
     runs: int  # timed calls: at least verifier.timing_runs, more when calls are short (candidates get as many)
+    sets: list[list[Any]] = field(default_factory=list)  # each timed call's inputs (host copies), in turn
+    checked: dict[int, list[torch.Tensor]] = field(default_factory=dict)  # timed call -> expected outputs
+    input_bytes: int = 0  # of one call
+    output_bytes: int = 0
 
 
 @dataclass
@@ -161,6 +171,7 @@ class _Window:
     claimed: float  # the sandbox's median per call
     total: float  # the sandbox's sum over the timed calls
     window: float  # the judge's clock from `go` to `done`
+    outputs: list[list[torch.Tensor]] = field(default_factory=list)  # of the checked timed calls
 
 
 @dataclass
@@ -188,6 +199,7 @@ class Judge:
         self._builders: dict[str | None, FastInlineBuilder] = {}
         self._references: dict[tuple[str, int], _Reference] = {}
         self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
+        self._bandwidth: dict[int, tuple[float, int]] = {}
         self._locks: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
 
@@ -247,6 +259,7 @@ class Judge:
             rule=outcome.rule,
             phases=phases.seconds,
             timing=outcome.timing,
+            roofline_fraction=outcome.roofline,
         )
 
     # -- static checks: milliseconds, no process --------------------------------------------
@@ -322,13 +335,15 @@ class Judge:
         return _Reference(init_inputs, trials)
 
     def baseline(self, problem: Problem, device_index: int, compiled: bool = False) -> _Baseline | None:
-        """The reference timed the way candidates are (trial 0's inputs, same harness, the judge's clock
-        around it), eager or under torch.compile (None when torch.compile cannot take it)."""
+        """The reference timed the way candidates are (the same input set for each timed call, the same
+        harness, the judge's clock around it), eager or under torch.compile (None when torch.compile cannot
+        take it). The eager baseline also fixes the timed calls' inputs and the outputs the judge checks."""
         key = (problem.id, device_index, compiled)
         with self._once(("baseline", *key)):
             if key not in self._baselines:
                 try:
-                    self._baselines[key] = self._time_reference(problem, device_index, compiled)
+                    eager = None if not compiled else self.baseline(problem, device_index)
+                    self._baselines[key] = self._time_reference(problem, device_index, eager)
                 except ReferenceError as exc:
                     if not compiled:
                         raise
@@ -336,33 +351,67 @@ class Judge:
                     self._baselines[key] = None
             return self._baselines[key]
 
-    def _time_reference(self, problem: Problem, device_index: int, compiled: bool) -> _Baseline:
+    def _timing_seeds(self, problem: Problem, count: int) -> list[int]:
+        return [trial_seed(problem.id, TIMING_SEED_OFFSET + j, self.base_seed) for j in range(count)]
+
+    def _reference_sets(self, box: Sandbox, problem: Problem, count: int) -> list[list[Any]]:
+        """`count` input sets, one per timed call, made by the reference's get_inputs under the judge's seeds
+        (they stay in the reference's sandbox too); host copies."""
+        box.send(("timing_sets", self._timing_seeds(problem, count)))
+        msg = box.receive(self.config.run_timeout_s * max(1, count // 100))
+        if msg is None or msg[0] != "sets" or len(msg) != 3 or not isinstance(msg[1], list) \
+                or not isinstance(msg[2], list) or sum(c for c in msg[2] if type(c) is int) != len(msg[1]):
+            raise ReferenceError(f"problem {problem.name or problem.id}: making the timing inputs failed: "
+                                 f"{_reference_failure(msg, box)}")
+        try:
+            flat = read_tensors(box.home.io_out / "sets.bin", msg[1], self.config.memory_limit_mb << 20)
+        except (TamperedData, OSError) as exc:
+            raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc})") from exc
+        sets, start = [], 0
+        for n in msg[2]:
+            sets.append(flat[start:start + n])
+            start += n
+        return sets
+
+    def _time_reference(self, problem: Problem, device_index: int, eager: _Baseline | None) -> _Baseline:
+        """Time the reference in its sandbox; `eager` given: under torch.compile, on the eager baseline's
+        input sets and run count."""
         cfg = self.config
+        compiled = eager is not None
         box, _ = self._reference_box(problem, device_index, processes=compiled)  # inductor starts compilers
         try:
-            self._reference_trial(box, problem, 0)
-            runs = cfg.timing_runs
+            warm_inputs, expected = self._reference_trial(box, problem, 0)  # trial 0: the warm-up's inputs
+            per_set = max(1, nbytes_of([x for x in warm_inputs if isinstance(x, torch.Tensor)]))
+            most_sets = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // per_set))
+            runs = eager.runs if compiled else min(cfg.timing_runs, most_sets)
             for _ in range(2):
+                sets = self._reference_sets(box, problem, min(runs, most_sets))
+                checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
                 box.send(("time", 0, cfg.timing_warmup, runs, compiled))
-                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1))
+                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), checked,
+                                     nbytes_of(expected))
                 if not isinstance(result, _Window):
                     raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed: "
                                          f"{_reference_failure(result, box)}")
                 wanted = min(MAX_TIMING_RUNS, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)))
-                if wanted <= runs:
+                if compiled or wanted <= runs:
                     break
                 runs = wanted  # short calls: time enough of them for the judge's clock to resolve them
-            return _Baseline(result.claimed, max(0.0, (result.window - result.total) / runs), result.window, runs)
+            device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
+            return _Baseline(result.claimed, max(0.0, (result.window - result.total) / runs), result.window, runs,
+                             sets=sets, checked={i: [t.to(device) for t in outs]
+                                                 for i, outs in zip(checked, result.outputs)},
+                             input_bytes=per_set, output_bytes=nbytes_of(expected))
         finally:
             box.close()
 
     def _timing_budget(self, runs: int | None = None) -> float:
         return self.config.run_timeout_s * ((runs or self.config.timing_runs) + self.config.timing_warmup)
 
-    def _timed(self, box: Sandbox, budget: float):
+    def _timed(self, box: Sandbox, budget: float, checked: list[int], output_bytes: int):
         """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls, `done` (its
-        clock stops as soon as the sandbox writes it, before anything is decoded), the report. A `_Window`,
-        or the message that came instead (None on timeout)."""
+        clock stops as soon as the sandbox writes it, before anything is decoded), the report, then the
+        outputs of the `checked` timed calls. A `_Window`, or the message that came instead (None on timeout)."""
         msg = box.receive(budget)
         if msg != ("warm",):
             return msg
@@ -379,7 +428,20 @@ class Judge:
         seconds, total = msg[1].get("seconds"), msg[1].get("total")
         if not isinstance(seconds, float) or not isinstance(total, float) or seconds < 0 or total < 0:
             return ("garbled", "timing report")
-        return _Window(seconds, total, window)
+        box.send(("outputs", checked))
+        msg = box.receive(budget)
+        if msg is None or msg[0] != "timed_outputs" or len(msg) != 3 or not isinstance(msg[2], list) \
+                or len(msg[2]) != len(checked) or not all(type(c) is int and c >= 0 for c in msg[2]):
+            return msg
+        try:
+            flat = read_tensors(box.home.io_out / "timed.bin", msg[1], (output_bytes + 4096) * max(1, len(checked)))
+        except (TamperedData, OSError) as exc:
+            return ("garbled", f"timed outputs: {exc}")
+        outputs, start = [], 0
+        for n in msg[2]:
+            outputs.append(flat[start:start + n])
+            start += n
+        return _Window(seconds, total, window, outputs)
 
     # -- sandboxed build and run ----------------------------------------------------------
     def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
@@ -413,15 +475,9 @@ class Judge:
             return outcome
         with devices.timing(device_index):
             phases.mark("wait_for_device")
-            speedup, speedup_compile, timing = self._speedup(box, problem, reference.trials[0], device_index)
+            outcome = self._time_candidate(box, problem, reference.trials[0], device_index, compile_seconds)
         phases.mark("timing")
-        detail = f"all {len(reference.trials)} trials correct"
-        if speedup:
-            detail += f"; speedup vs eager {speedup:.2f}x"
-        if speedup_compile:
-            detail += f", vs torch.compile {speedup_compile:.2f}x"
-        return _Outcome(VerdictCategory.passed, detail, compiled=True, q=1.0, speedup=speedup,
-                        speedup_compile=speedup_compile, compile_seconds=compile_seconds, timing=timing)
+        return outcome
 
     def _load(self, box: Sandbox, source: str, device_index: int, loading: _Loading) -> _Outcome | float:
         """Serve the candidate's builds until its ModelNew is constructed. Build time counts against
@@ -568,33 +624,91 @@ class Judge:
             return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
         return None
 
-    def _speedup(self, box: Sandbox, problem: Problem, trial: _Trial,
-                 device_index: int) -> tuple[float | None, float | None, dict[str, float]]:
-        """Candidate and baselines timed the same way, each under the judge's own clock; an implausible
-        speedup is measured once more."""
+    def _time_candidate(self, box: Sandbox, problem: Problem, trial: _Trial, device_index: int,
+                        compile_seconds: float) -> _Outcome:
+        """Candidate and baselines timed the same way, on the same per-call inputs, each under the judge's
+        own clock; an implausible or physically impossible time is measured once more. The pass, or why not."""
         cfg = self.config
+        compiled_ok = dict(compiled=True, compile_seconds=compile_seconds)
         eager = self.baseline(problem, device_index)
         compiled = self.baseline(problem, device_index, compiled=True) \
             if self.device == "cuda" and cfg.compare_torch_compile else None
-        metas = write_tensors(box.home.io_in / "inputs.bin", trial.host_inputs)  # the trials left their own there
+        warm_metas = write_tensors(box.home.io_in / "inputs.bin", trial.host_inputs)  # warm-up: trial 0's inputs
+        flat = write_tensors(box.home.io_in / "timing.bin", [x for s in eager.sets for x in s])
+        set_metas, start = [], 0
+        for s in eager.sets:
+            set_metas.append(flat[start:start + len(s)])
+            start += len(s)
+        floor, bandwidth = self._physical_floor(device_index, eager)
         believed: list[float] = []
-        check = None
         for _ in range(2):
-            box.send(("time", metas, cfg.timing_warmup, eager.runs))
-            result = self._timed(box, self._timing_budget(eager.runs))
+            box.send(("time", warm_metas, set_metas, cfg.timing_warmup, eager.runs))
+            result = self._timed(box, self._timing_budget(eager.runs), sorted(eager.checked), eager.output_bytes)
             if not isinstance(result, _Window):
-                return None, None, {}
+                if result is None:
+                    return _Outcome(VerdictCategory.timeout, "timing did not finish", **compiled_ok)
+                if result[0] == "died":
+                    return _Outcome(VerdictCategory.runtime_error, box.death_detail(result[1], "while being timed"),
+                                    **compiled_ok)
+                return _tampered(str(result)[:120], compile_seconds)
+            for index, outputs in zip(sorted(eager.checked), result.outputs):
+                expected = eager.checked[index]
+                mismatch = layout_mismatch(expected, [(tuple(t.shape), t.dtype) for t in outputs]) or \
+                    compare_outputs(expected, [t.to(e.device) for t, e in zip(outputs, expected)], cfg.tolerance)
+                if mismatch is not None:
+                    return _Outcome(VerdictCategory.illegal, f"illegal (timing-output): timed call {index} of "
+                                    f"{eager.runs} returned a wrong output ({mismatch.message}); a kernel must compute "
+                                    "every call, not only the correctness trials", legal=False, rule="timing-output",
+                                    **compiled_ok)
             check = believed_seconds(result.claimed, result.window, eager.runs, eager.overhead,
                                      rel_noise=cfg.timing_noise)
             believed.append(check.seconds)
-            if eager.seconds / max(believed[-1], 1e-9) <= SPEEDUP_SANITY_BOUND:
+            if believed[-1] >= floor * FLOOR_SLACK and eager.seconds / max(believed[-1], 1e-9) <= SPEEDUP_SANITY_BOUND:
                 break
         seconds = max(believed)  # when re-measured, believe the slower
+        if seconds < floor * FLOOR_SLACK:
+            return _Outcome(VerdictCategory.illegal, f"illegal (impossible-speed): {seconds * 1e6:.1f} us per call, "
+                            f"twice measured, is less than half the {floor * 1e6:.1f} us its memory traffic needs "
+                            f"({eager.input_bytes + eager.output_bytes} bytes at {bandwidth / 1e9:.0f} GB/s)",
+                            legal=False, rule="impossible-speed", **compiled_ok)
+        speedup = eager.seconds / max(seconds, 1e-9)
+        speedup_compile = (compiled.seconds / max(seconds, 1e-9)) if compiled else None
+        roofline = (eager.input_bytes + eager.output_bytes) / bandwidth / max(seconds, 1e-12)
         timing = {"claimed_s": check.claimed, "outside_s": check.outside, "believed_s": seconds,
                   "eager_s": eager.seconds, "eager_window_s": eager.window, "harness_overhead_s": eager.overhead,
-                  "runs": float(eager.runs), "overruled": float(check.overruled)}
-        return eager.seconds / max(seconds, 1e-9), (compiled.seconds / max(seconds, 1e-9)) if compiled else None, \
-            timing
+                  "runs": float(eager.runs), "overruled": float(check.overruled), "floor_s": floor,
+                  "bandwidth_bytes_per_s": bandwidth}
+        detail = f"all {len(self.reference(problem, device_index).trials)} trials correct; speedup vs eager {speedup:.2f}x"
+        if speedup_compile:
+            detail += f", vs torch.compile {speedup_compile:.2f}x"
+        return _Outcome(VerdictCategory.passed, detail, q=1.0, speedup=speedup, speedup_compile=speedup_compile,
+                        timing=timing, roofline=roofline, **compiled_ok)
+
+    def _physical_floor(self, device_index: int, eager: _Baseline) -> tuple[float, float]:
+        """(least seconds a call's memory traffic needs, the device's copy bandwidth in bytes/s). Measured
+        once per device, under the exclusive timing lock on cuda (the caller holds it)."""
+        with self._once(("bandwidth", device_index)):
+            if device_index not in self._bandwidth:
+                device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
+                self._bandwidth[device_index] = (copy_bandwidth(device), _cache_bytes(self.device, device_index))
+        bandwidth, cache = self._bandwidth[device_index]
+        return physical_floor_seconds(eager.input_bytes, eager.output_bytes, bandwidth, cache), bandwidth
+
+
+def _cache_bytes(device: str, device_index: int) -> int:
+    """What the last-level cache can hold: the L2 on a GPU (flushed before each timed call, but it absorbs
+    writes), the largest CPU cache otherwise (inputs refilled just before a call may still sit there)."""
+    if device == "cuda":
+        return int(torch.cuda.get_device_properties(device_index).L2_cache_size)
+    sizes = []
+    for path in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = path.read_text().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            pass
+    return max(sizes, default=64 << 20)
 
 
 def _reference_failure(msg, box: Sandbox) -> str:

@@ -7,7 +7,11 @@ the events, work escaped the timed stream (a side stream or host work) and the w
 
 A sandbox's figures come from inside a process the candidate shares, so the judge does not take them on
 trust: the timed loop starts only when the judge says `go` (`before_timed`), the judge's own clock runs
-around it, and `believed_seconds` keeps the sandbox's median only where that clock allows it.
+around it, and `believed_seconds` keeps the sandbox's median only where that clock allows it. Every timed
+call gets values of its own (generated before the clock starts) in memory that alternates between
+buffers, refilled in place before each call; the judge checks some timed calls' outputs. A kernel that
+remembers a result — by address or by content — either misses every time or returns a stale, wrong one.
+`physical_floor_seconds` is the least time a call's memory traffic needs: below it is impossible.
 """
 
 from __future__ import annotations
@@ -34,40 +38,53 @@ def _median(values: list[float]) -> float:
     return ordered[len(ordered) // 2]
 
 
-def time_calls(fn: Callable[[], object], device: str, warmup: int, runs: int,
+def time_calls(fn: Callable[[int], object], device: str, warmup: int, runs: int,
                before_timed: Callable[[], None] | None = None,
-               after_timed: Callable[[], None] | None = None) -> Timing:
+               after_timed: Callable[[], None] | None = None,
+               warm: Callable[[], object] | None = None,
+               prepare: Callable[[int], None] | None = None,
+               keep: Callable[[int, object], None] | None = None) -> Timing:
+    """Median per call of `fn(i)` for i in range(runs), after `warmup` calls of `warm` (`fn(0)` when not
+    given). Off the clock, before each timed call: `prepare(i)` (the caller puts call i's inputs in place),
+    then the L2 flush; after it: `keep(i, output)`."""
+    warm = warm or (lambda: fn(0))
+    prepare = prepare or (lambda i: None)
+    keep = keep or (lambda i, out: None)
     if device != "cuda":
         for _ in range(warmup):
-            fn()
+            warm()
         if before_timed:
             before_timed()
         samples = []
-        for _ in range(runs):
+        for i in range(runs):
+            prepare(i)
             start = perf_counter()
-            fn()
+            out = fn(i)
             samples.append(perf_counter() - start)
+            keep(i, out)
         if after_timed:
             after_timed()
         return Timing(_median(samples), total=sum(samples))
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     for _ in range(warmup):
-        fn()
+        warm()
     torch.cuda.synchronize()
     if before_timed:
         before_timed()
     events, walls = [], []
-    for _ in range(runs):
+    for i in range(runs):
+        prepare(i)
         flush.zero_()
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
         start = perf_counter()
         begin.record()
-        fn()
+        out = fn(i)
         end.record()
         torch.cuda.synchronize()  # device-wide: waits for side streams too
         walls.append(perf_counter() - start)
         events.append(begin.elapsed_time(end) / 1000.0)
+        keep(i, out)
     if after_timed:
         after_timed()
     event_s, wall_s = _median(events), _median(walls)
@@ -93,3 +110,25 @@ def believed_seconds(claimed: float, window_s: float, runs: int, overhead_s: flo
     if claimed >= outside * (1 - rel_noise) - window_noise_s / runs:
         return TimingCheck(claimed, claimed, outside, False)
     return TimingCheck(outside, claimed, outside, True)
+
+
+def physical_floor_seconds(read_bytes: int, written_bytes: int, bandwidth: float, cache_bytes: int) -> float:
+    """The least time one call can take: the bytes it must read from memory plus those it writes beyond
+    what a cache absorbs, at the device's copy bandwidth (bytes/s, read + written)."""
+    return (max(0, read_bytes - cache_bytes) + max(0, written_bytes - cache_bytes)) / bandwidth
+
+
+def copy_bandwidth(device: str, nbytes: int = 1 << 28) -> float:
+    """Bytes per second a device-to-device copy moves (read + written), best of five; cpu: one thread."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    best = float("inf")
+    for _ in range(5):
+        if device.startswith("cuda"):
+            torch.cuda.synchronize(device)
+        start = perf_counter()
+        dst.copy_(src)
+        if device.startswith("cuda"):
+            torch.cuda.synchronize(device)
+        best = min(best, perf_counter() - start)
+    return 2 * nbytes / best
