@@ -158,6 +158,9 @@ RED_TEAM: dict[str, tuple[str, V, str | None]] = {
     "memo_after_trials": (good().replace("auto xc = x.contiguous();", MEMO_BY_ADDRESS + "\n  auto xc = x.contiguous();")
                           .replace("return out;", "memo[xc.data_ptr<float>()] = out; return out;"),
                           V.illegal, "timing-output"),
+    "hang_when_timed": (good().replace("auto xc = x.contiguous();", "static int calls = 0;\n  if (++calls > 5) { "
+                                       "while (true) { asm volatile(\"\"); } }\n  auto xc = x.contiguous();"),
+                        V.timeout, None),
     "skip_work_when_timed": (good().replace("auto xc = x.contiguous();", SKIP_WHEN_TIMED + "\n  auto xc = x.contiguous();"),
                              V.illegal, "timing-output"),
     # native code writing its own message into the sandbox's channel: a pickle that would run a shell command

@@ -44,6 +44,8 @@ MAX_TIMING_RUNS = 300  # (each timed call also costs the harness ~0.2 ms off the
 TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (more calls than fit reuse sets in turn)
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
+HANG_FACTOR = 50.0  # a candidate's call may take this many times the reference's before it counts as hung
+HANG_FLOOR_S = 2.0  # ... and always this long (first calls load modules; a loaded machine is slower)
 FLOOR_SLACK = 0.5  # below half the copy-bandwidth bound is impossible (a read-mostly kernel may beat a copy)
 
 __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
@@ -152,6 +154,7 @@ class _Trial:
 class _Reference:
     init_inputs: list[Any]
     trials: list[_Trial]
+    seconds: float = 0.0  # the slowest reference trial by the judge's clock (inputs, forward, outputs)
 
 
 @dataclass
@@ -324,15 +327,24 @@ class Judge:
     def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
         box, init_inputs = self._reference_box(problem, device_index)
+        slowest = 0.0
         try:
             trials = []
             for index in range(self.config.trials):
+                start = time.perf_counter()
                 inputs, expected = self._reference_trial(box, problem, index)
+                slowest = max(slowest, time.perf_counter() - start)
                 trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), inputs,
                                      [t.to(device) for t in expected]))
         finally:
             box.close()
-        return _Reference(init_inputs, trials)
+        return _Reference(init_inputs, trials, slowest)
+
+    def _trial_limit(self, reference_seconds: float) -> float:
+        """How long a candidate's trial may run: HANG_FACTOR times the reference's own, at least HANG_FLOOR_S,
+        at most verifier.run_timeout_s. A hung kernel is killed in about a second or two, not after the
+        whole run timeout, and so holds the device (and the timing of others) no longer than that."""
+        return min(self.config.run_timeout_s, max(HANG_FLOOR_S, HANG_FACTOR * reference_seconds + HANG_FLOOR_S))
 
     def baseline(self, problem: Problem, device_index: int, compiled: bool = False) -> _Baseline | None:
         """The reference timed the way candidates are (the same input set for each timed call, the same
@@ -469,7 +481,7 @@ class Judge:
             return outcome
         compile_seconds = outcome
         with devices.trials(device_index):
-            outcome = self._trials(box, reference.trials, compile_seconds)
+            outcome = self._trials(box, reference.trials, compile_seconds, self._trial_limit(reference.seconds))
         phases.mark("trials")
         if outcome is not None:
             return outcome
@@ -559,8 +571,8 @@ class Judge:
         box.send(("built", artifact.describe(), str(path)))
         return None
 
-    def _trials(self, box: Sandbox, trials: list[_Trial], compile_seconds: float) -> _Outcome | None:
-        """Run the correctness trials; an outcome if the candidate failed, else None."""
+    def _trials(self, box: Sandbox, trials: list[_Trial], compile_seconds: float, limit: float) -> _Outcome | None:
+        """Run the correctness trials (each within `limit` seconds); an outcome if the candidate failed, else None."""
         cfg = self.config
         passed = 0
         first_failure = ""
@@ -569,10 +581,11 @@ class Judge:
         inputs_path, outputs_path = box.home.io_in / "inputs.bin", box.home.io_out / "outputs.bin"
         for index, trial in enumerate(trials):
             box.send(("trial", index, write_tensors(inputs_path, trial.host_inputs)))
-            msg = box.receive(cfg.run_timeout_s)
+            msg = box.receive(limit)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
-                                f"{cfg.run_timeout_s:g} s", **compiled)
+                                f"{limit:.3g} s ({HANG_FACTOR:g}x the reference's time, at least {HANG_FLOOR_S:g} s)",
+                                **compiled)
             if msg[0] == "died":
                 return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], f"in trial {index}"),
                                 **compiled)
@@ -643,7 +656,11 @@ class Judge:
         believed: list[float] = []
         for _ in range(2):
             box.send(("time", warm_metas, set_metas, cfg.timing_warmup, eager.runs))
-            result = self._timed(box, self._timing_budget(eager.runs), sorted(eager.checked), eager.output_bytes)
+            # the whole timing may take HANG_FACTOR times the reference's (a kernel that hangs only once the
+            # trials are over is killed as soon as one that hangs at once)
+            budget = min(self._timing_budget(eager.runs),
+                         self._trial_limit(eager.window + eager.seconds * cfg.timing_warmup) + HANG_FLOOR_S)
+            result = self._timed(box, budget, sorted(eager.checked), eager.output_bytes)
             if not isinstance(result, _Window):
                 if result is None:
                     return _Outcome(VerdictCategory.timeout, "timing did not finish", **compiled_ok)

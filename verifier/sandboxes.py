@@ -79,6 +79,7 @@ class Sandbox:
         self.isolation = isolation
         self.device_index = device_index
         self._closed = False
+        self._awaiting = False  # a request is unanswered: the sandbox is busy (or hung), don't wait on it
 
     @property
     def pid(self) -> int:
@@ -89,6 +90,7 @@ class Sandbox:
 
     def send(self, message: Any) -> None:
         self.conn.send(message)
+        self._awaiting = True
 
     def receive(self, timeout_s: float):
         """Next message, ("died", exitcode) if the process died, ("garbled", why) if it is not a message the
@@ -111,6 +113,7 @@ class Sandbox:
                     return ("garbled", f"undecodable message ({type(exc).__name__})")
                 if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
                     return ("garbled", f"malformed message {str(message)[:80]!r}")
+                self._awaiting = False
                 return message
             if not self.proc.is_alive():
                 if self.conn.poll(0):
@@ -153,7 +156,7 @@ class Sandbox:
             return
         self._closed = True
         try:
-            if self.proc.is_alive():
+            if self.proc.is_alive() and not self._awaiting:
                 self.conn.send(("stop",))
                 self.proc.join(timeout=2)
         except (OSError, BrokenPipeError, ValueError):
