@@ -146,3 +146,23 @@ def test_a_bridge_that_cannot_be_built_sends_cpu_candidates_to_the_prelude(build
     x = torch.randn(4)
     assert torch.equal(module.twice(x), 2 * x)
     assert broken.stats.builds == 1 and broken.stats.fallbacks == 0  # built, through the prelude
+
+
+def test_a_name_torch_has_and_the_shim_lacks_is_built_the_full_way_not_failed(builder):
+    """The fast path may change how fast a verdict comes, never which: `irange` (c10) is not in kd_shim, and
+    g++'s error names no shim type, yet the candidate builds and runs (through the torch prelude)."""
+    source = CPU_SOURCE.replace("for (int64_t i = 0; i < xc.numel(); ++i)",
+                                "using namespace c10;\n  for (int64_t i : irange(xc.numel()))")
+    module = builder.load_inline("twice_irange", source, functions=["twice"])
+    x = torch.randn(6)
+    assert torch.equal(module.twice(x), 2 * x)
+
+
+def test_a_compile_error_is_stored_so_each_source_pays_once(tmp_path, builder):
+    broken = CPU_SOURCE.replace("2.0f * a[i]", "2.0f * nowhere[i]")
+    with pytest.raises(BuildError, match="failed to compile"):
+        builder.load_inline("broken_once", broken, functions=["twice"])
+    again = FastInlineBuilder(builder.cache_dir)
+    with pytest.raises(BuildError) as info:
+        again.load_inline("broken_twice", broken, functions=["twice"])
+    assert "nowhere" in info.value.log and again.stats.builds == 0 and again.stats.cache_hits == 1

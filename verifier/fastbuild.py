@@ -30,8 +30,10 @@ own `load_inline`, so a verdict never depends on the shortcut.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -147,15 +149,61 @@ def _build_failure(log: str, user_file: str, path: str, language: str) -> NoRetu
 
 
 def _shim_gap(log: str, user_file: str) -> str | None:
-    """Why a failed fast build is the shim's gap rather than the candidate's error, or None. g++ prefixes
-    errors with "In function ‘kd_shim::Tensor ...’", so only the error lines themselves are read."""
+    """Why a failed fast build may be the shim's gap rather than the candidate's error, or None when the
+    candidate's own code is certainly at fault: every error is in its file, names nothing of kd_shim, and
+    no name it says is missing is one torch's headers declare and the shim does not (then the full path
+    decides: the fast path may change how fast a verdict comes, never which). g++ prefixes errors with
+    "In function ‘kd_shim::Tensor ...’", so only the error lines themselves are read."""
     errors = list(_ERROR_LINE.finditer(log))
     if not errors:
         return f"no compiler error to show (link or tool failure): {_first_error(log)}"
     for m in errors:
-        if os.path.basename(m.group("file")) != user_file or _SHIM_GAP.search(m.group("msg")):
-            return f"{os.path.basename(m.group('file'))}: {m.group('msg').strip()[:200]}"
+        message = m.group("msg")
+        if os.path.basename(m.group("file")) != user_file or _SHIM_GAP.search(message):
+            return f"{os.path.basename(m.group('file'))}: {message.strip()[:200]}"
+        beyond = [name for name in _missing_names(message) if name in _torch_names() and name not in _shim_names()]
+        if beyond:
+            return f"uses {', '.join(sorted(set(beyond))[:5])}, which torch has and kd_shim lacks"
     return None
+
+
+# Error messages that say a name is missing or does not fit (g++ and nvcc phrasings): the quoted names.
+_MISSING_NAME = re.compile(r"[‘'\"]([^’'\"]+)[’'\"] (?:was not declared|is undefined|has not been declared|does not name a"
+                           r"|is not a member of|is not a template)|has no member(?: named)? [‘'\"]([^’'\"]+)[’'\"]|"
+                           r"no (?:matching function for call to|instance of (?:overloaded function|function template|"
+                           r"constructor)) [‘'\"]([^’'\"(<]+)|there are no arguments to [‘'\"]([^’'\"]+)[’'\"]")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w+")
+
+
+def _missing_names(message: str) -> list[str]:
+    """The identifiers an error message says are missing or do not fit (last part of qualified names)."""
+    names = []
+    for m in _MISSING_NAME.finditer(message):
+        quoted = next(g for g in m.groups() if g)
+        found = _IDENTIFIER.findall(quoted.split("::")[-1])
+        names += found[:1]
+    return names
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_names() -> frozenset[str]:
+    """Every identifier in torch's C++ headers (ATen, c10, torch): what a full build could know (~1 s, once)."""
+    return _identifiers(Path(torch.__file__).parent / "include", ("ATen", "c10", "torch"))
+
+
+@functools.lru_cache(maxsize=1)
+def _shim_names() -> frozenset[str]:
+    return _identifiers(SHIM_DIR.parent, ("cuda_shim",))
+
+
+def _identifiers(root: Path, subdirectories: tuple[str, ...]) -> frozenset[str]:
+    pattern = re.compile(rb"\b[A-Za-z_][A-Za-z0-9_]{2,}\b")
+    names: set[bytes] = set()
+    for sub in subdirectories:
+        for path in (root / sub).rglob("*"):
+            if path.suffix in (".h", ".hpp", ".cuh", ".cpp"):
+                names.update(pattern.findall(path.read_bytes()))
+    return frozenset(n.decode() for n in names)
 
 # std:: names -> the standard header that declares them. torch/extension.h pulls in most of the standard
 # library, and candidates rely on that; the cuda fast path includes only the headers whose names the
@@ -688,19 +736,35 @@ class FastInlineBuilder:
 
     # -- shared ------------------------------------------------------------------------
     def _cached(self, key: str, build, runner) -> str:
-        """`key` in the store, built by `build(out)` into the runner's outbox when it is not there yet."""
+        """`key` in the store, built by `build(out)` into the runner's outbox when it is not there yet. A
+        compile error is stored too (`<key>.error`): each source pays for its build once, success or not."""
         if self.store.get(key) is not None:
             self.stats.cache_hits += 1
             return key
+        self._raise_stored_error(key)
         out = runner.outbox / f"{key}.so"
         start = time.perf_counter()
         try:
             build(out)
+        except BuildError as exc:
+            self._store_error(key, exc)
+            raise
         finally:
             self.stats.seconds += time.perf_counter() - start
             self.stats.builds += 1
         self.store.put(key, _read_built(out))
         return key
+
+    def _store_error(self, key: str, exc: "BuildError") -> None:
+        if not str(exc).startswith("compilation exceeded"):  # a timeout may not repeat on a quieter machine
+            self.store.put(f"{key}.error", json.dumps({"message": str(exc), "log": exc.log}).encode())
+
+    def _raise_stored_error(self, key: str) -> None:
+        stored = self.store.get(f"{key}.error")
+        if stored is not None:
+            self.stats.cache_hits += 1
+            error = json.loads(stored)
+            raise BuildError(error["message"], error["log"])
 
     def _run(self, commands: list[list[str]], runner) -> list[subprocess.CompletedProcess]:
         return runner.run(commands, self.timeout_s)
@@ -713,9 +777,13 @@ class FastInlineBuilder:
         key = _signature("torch", repr(sorted(kwargs.items(), key=lambda kv: kv[0])), torch.__version__,
                          self.cuda_arch or "", "torch-load-inline")
         if self.store.get(key) is None:
+            self._raise_stored_error(key)
             start = time.perf_counter()
             try:
                 self.store.put(key, _read_built(runner.torch_build(kwargs, self.timeout_s)))
+            except BuildError as exc:
+                self._store_error(key, exc)
+                raise
             finally:
                 self.stats.seconds += time.perf_counter() - start
                 self.stats.builds += 1
