@@ -52,6 +52,18 @@ CUDA_RED_TEAM = {
     "aten_in_host_code": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
                                                    "auto out = torch::relu(x);")]), V.illegal, "torch-compute"),
     "no_own_kernel": (cuda_candidate(forward="return x.view(x.shape)"), V.illegal, "no-own-kernel"),
+    # timing: a result remembered by the input's address once the trials are over, and work skipped then
+    "memo_after_trials": (cuda_candidate(replace=[
+        ("auto size = x.numel();", "static int calls = 0; static std::map<const void*, torch::Tensor> memo;\n"
+         "    if (++calls > 5 && memo.count(x.data_ptr<float>())) return memo[x.data_ptr<float>()];\n"
+         "    auto size = x.numel();"),
+        ("    return out;\n}", "    memo[x.data_ptr<float>()] = out;\n    return out;\n}")]), V.illegal, "timing-output"),
+    "skip_work_when_timed": (cuda_candidate(replace=[
+        ("auto size = x.numel();", "static int calls = 0; if (++calls > 5) return torch::empty_like(x);\n"
+         "    auto size = x.numel();")]), V.illegal, "timing-output"),
+    "hang_when_timed": (cuda_candidate(replace=[
+        ("auto size = x.numel();", "static int calls = 0; auto size = x.numel(); if (++calls > 5) size = -size;"),
+        ("if (idx < size) {", "while (size < 0 && clock64() >= 0) { } if (idx < size) {")]), V.timeout, None),
     "host_check_fails": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
                                                   "TORCH_CHECK(x.dim() == 7, \"kernel wants 7 dims\"); "
                                                   "auto out = torch::empty_like(x);")]), V.runtime_error, None),
