@@ -208,3 +208,57 @@ def _yaml(tmp_path, overrides):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(load_config(None, overrides).model_dump()))
     return str(path)
+
+
+def test_a_problem_that_needs_the_network_is_unrunnable_in_seconds(tmp_path, analyser, verifier_cache, monkeypatch):
+    """KernelBench level 4 loads hub models: with no local hub cache that is one clear line at once; with one
+    (bound read-only into the sandbox, which has no network) the model must be in it, or the sandbox's
+    offline mode fails it in seconds, not half a minute of retries."""
+    import time
+
+    from schemas.config import VerifierConfig
+    from verifier.analysis import AnalysisError, ReferenceAnalyser
+
+    source = textwrap.dedent('''
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+
+        class Model(torch.nn.Module):
+            def __init__(self, model_name, config):
+                super().__init__()
+                self.model = AutoModelForCausalLM.from_pretrained(model_name, config=config)
+
+            def forward(self, x):
+                return self.model(x).logits
+
+
+        model_name = "google/electra-small-discriminator"
+        config = AutoConfig.from_pretrained(model_name)
+
+
+        def get_inputs():
+            return [torch.randint(0, config.vocab_size, (32, 256))]
+
+
+        def get_init_inputs():
+            return [model_name, config]
+    ''')
+    problem = Problem(id=Problem.make_id(source), source="kernelbench", name="level4/electra", reference=source,
+                      difficulty=4)
+    monkeypatch.delenv("HF_HOME", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "no-hub-cache"))
+    start = time.perf_counter()
+    with pytest.raises(AnalysisError, match="no network and no local hub cache"):
+        analyser.export(problem)
+    assert time.perf_counter() - start < 0.5
+    (tmp_path / "hub").mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))  # a cache without this model
+    with_cache = ReferenceAnalyser(VerifierConfig(), verifier_cache)
+    start = time.perf_counter()
+    try:
+        with pytest.raises(AnalysisError, match="connect|offline|Offline|cached files"):
+            with_cache.export(problem)
+    finally:
+        with_cache.close()
+    assert time.perf_counter() - start < 15.0

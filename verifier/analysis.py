@@ -12,6 +12,8 @@ process.
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,7 @@ class ReferenceAnalyser:
             cached = self._exports.get(problem.id)
         if cached is None:
             try:
+                needs_hub(problem)
                 cached = self._ask(("export", problem.reference), f"problem {problem.name or problem.id}")
                 limit = self.config.memory_limit_mb << 20
                 if not isinstance(cached.get("input_bytes"), int) or not isinstance(cached.get("signature"), str):
@@ -95,6 +98,25 @@ class ReferenceAnalyser:
     def close(self) -> None:
         if self._factory is not None:
             self._factory.close()
+
+
+_HUB_LOADS = re.compile(r"\bfrom_pretrained\s*\(|\bhf_hub_download\s*\(|\bsnapshot_download\s*\(")
+
+
+def hub_cache() -> Path | None:
+    """The local Hugging Face hub cache (bound read-only into sandboxes), if there is one."""
+    path = Path(os.environ.get("HF_HUB_CACHE") or
+                Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub").expanduser()
+    return path if path.is_dir() else None
+
+
+def needs_hub(problem: Problem) -> None:
+    """AnalysisError at once for a reference that loads hub models when no local hub cache exists: sandboxes
+    have no network, so it could never run (KernelBench level 4 without its models cached)."""
+    if _HUB_LOADS.search(problem.reference) and hub_cache() is None:
+        raise AnalysisError(f"problem {problem.name or problem.id} loads models from the Hugging Face hub; the "
+                            "sandboxes have no network and no local hub cache exists (HF_HOME/hub); cache the "
+                            "models on this machine to run it")
 
 
 def export_analysis(problem: Problem, analyser: ReferenceAnalyser | None) -> dict[str, Any]:

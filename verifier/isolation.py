@@ -348,7 +348,8 @@ class Isolation:
         return home
 
     def plan(self, home: SandboxHome, *, processes: bool, memory_mb: int, max_tasks: int, device: str,
-             gpu_nodes: tuple[str, ...] = (), readonly: tuple[str, ...] = ()) -> JailPlan | None:
+             gpu_nodes: tuple[str, ...] = (), readonly: tuple[str, ...] = (),
+             hub_cache: str | None = None) -> JailPlan | None:
         if self.level != "namespaces":
             return None
         devices = BASIC_DEVICES + ((*NVIDIA_SHARED_DEVICES, *gpu_nodes) if device == "cuda" else ())
@@ -366,6 +367,7 @@ class Isolation:
             # CUDA reserves huge virtual ranges, so only cpu sandboxes get an address-space limit
             memory_bytes=(memory_mb << 20) if device == "cpu" else 0,
             max_tasks=max_tasks,
+            hub_cache=hub_cache,
         )
 
     def kill(self, home: SandboxHome) -> None:

@@ -82,6 +82,7 @@ class JailPlan:
     open_files: int = 4096
     file_bytes: int = 8 << 30
     tmp_bytes: int = 1 << 30  # /tmp is a tmpfs of this size (charged to the sandbox's memory)
+    hub_cache: str | None = None  # a local Hugging Face hub cache bound read-only (HF_HUB_CACHE inside)
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -353,7 +354,11 @@ def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None
         # every cache a library keeps goes to the jail's own /tmp (the host's are not in its view)
         os.environ.update(TMPDIR="/tmp", HOME="/tmp", XDG_CACHE_HOME="/tmp/.cache", TRITON_HOME="/tmp",
                           TRITON_CACHE_DIR="/tmp/.triton/cache", TORCHINDUCTOR_CACHE_DIR="/tmp/torchinductor",
-                          CUDA_CACHE_PATH="/tmp/.nv/ComputeCache", TORCH_EXTENSIONS_DIR="/tmp/torch_extensions")
+                          CUDA_CACHE_PATH="/tmp/.nv/ComputeCache", TORCH_EXTENSIONS_DIR="/tmp/torch_extensions",
+                          # no network here: libraries that would fetch (a reference loading a hub model) fail
+                          # at once with their offline error instead of retrying for half a minute
+                          HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+                          **({"HF_HUB_CACHE": plan.hub_cache} if plan.hub_cache else {}))
         seccomp_filter(plan.processes).load()  # sets no_new_privs too
     except BaseException as exc:  # half-confined: never run candidate code
         try:

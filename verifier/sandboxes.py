@@ -256,8 +256,13 @@ class SandboxFactory:
 
         # the packages sandboxes import from (analyses use operators and training), nothing else of the repository
         packages = [Path(m.__file__).parent for m in (verifier, schemas, operators, training)]
+        from verifier.analysis import hub_cache
+
+        hub = hub_cache()  # models a reference may load: read-only, and only from there (no network)
         self.isolation = Isolation(config.isolation, self.cache_dir,
-                                   readonly=[*packages, self.cache_dir / "bridge", self.cache_dir / "pch"])
+                                   readonly=[*packages, self.cache_dir / "bridge", self.cache_dir / "pch",
+                                             *([hub] if hub else [])])
+        self.hub_cache = hub
         self._ctx = _forkserver_context()
         self._spares: dict[tuple[str, int], list[Sandbox]] = {}
         self._lock = threading.Lock()
@@ -279,7 +284,8 @@ class SandboxFactory:
                 else ((), None)
             plan = self.isolation.plan(home, processes=role == "build" if processes is None else processes,
                                        memory_mb=cfg.memory_limit_mb, max_tasks=tasks,
-                                       device=self.device if role != "build" else "cpu", gpu_nodes=nodes)
+                                       device=self.device if role != "build" else "cpu", gpu_nodes=nodes,
+                                       hub_cache=str(self.hub_cache) if self.hub_cache else None)
             from verifier.sandbox import sandbox_main
 
             parent_conn, child_conn = self._ctx.Pipe()
