@@ -30,12 +30,58 @@ def normalized_source(source: str) -> str:
 
 
 def graph_signature(problem: Problem, analyser: ReferenceAnalyser | None = None) -> str | None:
-    """Structural signature from torch.export (fake tensors; an imported problem's in a sandbox);
-    None if the reference cannot be exported."""
+    """Structural signature for dedup: torch.export's ops, shapes and returned values (fake tensors; an
+    imported problem's in a sandbox) and how `get_inputs` builds the inputs; None if it cannot be exported.
+    Problems whose outputs or input construction differ (an LSTM returning h or c; a matmul of symmetric
+    matrices) are different problems."""
     try:
-        return export_analysis(problem, analyser)["signature"]
+        signature = export_analysis(problem, analyser)["signature"]
     except AnalysisError:
         return None
+    return content_hash(signature, inputs_construction(problem.reference, sizes=True))
+
+
+def contamination_pattern(problem: Problem, analyser: ReferenceAnalyser | None = None) -> str | None:
+    """Name- and size-agnostic signature for decontamination: the dataflow of ops (operands, non-size
+    arguments, returned values) and the shape of `get_inputs`' construction with its numbers left out, so a
+    renamed-and-resized copy of a benchmark problem matches it; None if it cannot be exported."""
+    try:
+        pattern = export_analysis(problem, analyser)["pattern"]
+    except AnalysisError:
+        return None
+    return content_hash(pattern, inputs_construction(problem.reference, sizes=False))
+
+
+def inputs_construction(source: str, sizes: bool) -> str:
+    """`get_inputs` as the calls and operators that build its tensors: names replaced by their order of
+    appearance, numbers kept only when `sizes` (module-level size constants are names, so they drop out too)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"), None)
+    if func is None:
+        return ""
+    names: dict[str, str] = {}
+    attributes = {"torch", "nn", "F", "math", "np"}
+
+    class Normalise(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id not in attributes:
+                node.id = names.setdefault(node.id, f"v{len(names)}")
+            return node
+
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool) and not sizes:
+                return ast.Constant(value=0)
+            return node
+
+        def visit_arg(self, node: ast.arg) -> ast.AST:
+            node.arg = names.setdefault(node.arg, f"v{len(names)}")
+            return node
+
+    body = Normalise().visit(ast.Module(body=func.body, type_ignores=[]))
+    return ast.unparse(body)
 
 
 def ngrams(source: str, n: int) -> set[str]:
@@ -92,13 +138,13 @@ def deduplicate(problems: list[Problem], structural: bool = True,
 def decontaminate(problems: list[Problem], benchmark: list[Problem], ngram_n: int = 13,
                   max_overlap: float = 0.5, structural: bool = True,
                   analyser: ReferenceAnalyser | None = None) -> tuple[list[Problem], CleanReport]:
-    """Drop problems that match a benchmark problem structurally or share more than `max_overlap` of
-    their n-grams with one."""
+    """Drop problems that match a benchmark problem's dataflow whatever their names and sizes
+    (`contamination_pattern`), or share more than `max_overlap` of their n-grams with one."""
     report = CleanReport()
     bench_graph = {}
     if structural:
         for b in benchmark:
-            sig = graph_signature(b, analyser)
+            sig = contamination_pattern(b, analyser)
             if sig:
                 bench_graph.setdefault(sig, b.name or b.id)
     owners: dict[str, set[int]] = {}
@@ -110,7 +156,7 @@ def decontaminate(problems: list[Problem], benchmark: list[Problem], ngram_n: in
             owners.setdefault(g, set()).add(i)
     kept = []
     for p in problems:
-        sig = graph_signature(p, analyser) if structural else None
+        sig = contamination_pattern(p, analyser) if structural else None
         if sig and sig in bench_graph:
             report.dropped.append(Drop(p.id, p.name, "structure", bench_graph[sig]))
             continue

@@ -155,7 +155,8 @@ def graph_hints(graph: ExportedGraph) -> list[TensorHint]:
 
 
 def structural_signature(graph: ExportedGraph) -> str:
-    """Ops and shapes, ignoring names and weights: two problems with equal signatures are duplicates."""
+    """Ops and shapes, ignoring names and weights: two problems with equal signatures are duplicates. Which
+    values are returned is part of it (an LSTM returning h and one returning c are different problems)."""
     parts = []
     for node in graph.user_inputs:
         val = node.meta["val"]
@@ -164,7 +165,50 @@ def structural_signature(graph: ExportedGraph) -> str:
         val = node.meta.get("val")
         shape = list(val.shape) if isinstance(val, torch.Tensor) else None
         parts.append(f"{node.target}:{shape}")
+    parts.append(f"out:{_dataflow(graph)[1]}")
     return content_hash(*parts)
+
+
+def dataflow_pattern(graph: ExportedGraph) -> str:
+    """What the program computes, whatever its names and sizes: each op with where its operands come from
+    (an input, a parameter, a constant, an earlier op) and the arguments that are not sizes, and which values
+    it returns. A renamed-and-resized copy of a problem has the same pattern."""
+    nodes, outputs = _dataflow(graph)
+    return content_hash(*nodes, f"out:{outputs}")
+
+
+_SIZE_LIKE = 8  # integer arguments this large (or lists holding one) are sizes, not semantics (dims, strides, ...)
+
+
+def _dataflow(graph: ExportedGraph) -> tuple[list[str], str]:
+    ref: dict[torch.fx.Node, str] = {}
+    for k, node in enumerate(graph.user_inputs):
+        ref[node] = f"in{k}"
+    for node in graph.parameters:
+        ref[node] = "param"
+    for node in graph.constants:
+        ref[node] = "const"
+
+    def arg(a) -> str:
+        if isinstance(a, torch.fx.Node):
+            return ref.get(a, "?")
+        if isinstance(a, (list, tuple)):
+            parts = [arg(x) for x in a]
+            return "N" if "N" in parts else "[" + ",".join(parts) + "]"
+        if isinstance(a, bool) or a is None:
+            return str(a)
+        if isinstance(a, int):
+            return "N" if abs(a) >= _SIZE_LIKE else str(a)
+        if isinstance(a, float):
+            return f"{a:.4g}"
+        return type(a).__name__
+
+    nodes = []
+    for k, node in enumerate(graph.compute):
+        ref[node] = f"v{k}"
+        kwargs = ",".join(f"{key}={arg(v)}" for key, v in sorted(node.kwargs.items()))
+        nodes.append(f"{op_short_name(node.target)}({','.join(arg(a) for a in node.args)};{kwargs})")
+    return nodes, ",".join(arg(o) for o in graph.outputs)
 
 
 def analyse_source(source: str, name: str = "reference") -> dict[str, Any]:
@@ -175,7 +219,7 @@ def analyse_source(source: str, name: str = "reference") -> dict[str, Any]:
 
     graph = export_reference(load_reference_module(source, name))
     nbytes = lambda vals: sum(int(v.numel()) * v.element_size() for v in vals if isinstance(v, torch.Tensor))
-    return {"signature": structural_signature(graph),
+    return {"signature": structural_signature(graph), "pattern": dataflow_pattern(graph),
             "hints": [h.model_dump() for h in graph_hints(graph)],
             "families": graph.families(),
             "input_bytes": nbytes(n.meta.get("val") for n in graph.user_inputs),

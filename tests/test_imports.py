@@ -152,8 +152,13 @@ def test_decontamination_by_structure_and_ngrams(checkout, analyser):
     assert [p.name for p in kept] == ["tanh"]
     reasons = {d.name: (d.reason, d.matched) for d in report.dropped}
     assert reasons["my_relu"] == ("structure", "level1/19_ReLU")
-    assert reasons["copied_gemm"] == ("ngram", "level2/12_Gemm_LeakyReLU")
-    assert report.counts() == {"structure": 1, "ngram": 1}
+    # a resized copy: the size-agnostic dataflow pattern catches it before its n-grams are looked at
+    assert reasons["copied_gemm"] == ("structure", "level2/12_Gemm_LeakyReLU")
+    assert report.counts() == {"structure": 2}
+    text_only = Problem(id="t", source="t", name="copied_text", reference=GEMM.replace("self.act(self.gemm(x) * 2.0)",
+                                                                                     "self.act(self.gemm(x) * 2.0) + 1"))
+    kept, report = decontaminate([text_only], benchmark, ngram_n=8, max_overlap=0.5, analyser=analyser)
+    assert [(d.name, d.reason) for d in report.dropped] == [("copied_text", "ngram")]  # a different graph, copied text
 
 
 def test_synthesize_stage_imports_decontaminates_and_exports(tmp_path, checkout, verifier_cache):
@@ -262,3 +267,187 @@ def test_a_problem_that_needs_the_network_is_unrunnable_in_seconds(tmp_path, ana
     finally:
         with_cache.close()
     assert time.perf_counter() - start < 15.0
+
+
+# -- decontamination that means it: a labelled set ------------------------------------------------------
+LABELLED_BASES = {
+    "relu": BIG_RELU,
+    "gemm_leakyrelu": GEMM,
+    "softmax": textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+
+            def forward(self, x):
+                return torch.softmax(x, dim=1)
+
+
+        batch_size = 64
+        features = 1024
+
+
+        def get_inputs():
+            return [torch.randn(batch_size, features)]
+
+
+        def get_init_inputs():
+            return []
+    '''),
+    "conv_relu": textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self, in_channels, out_channels, kernel_size):
+                super().__init__()
+                self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+            def forward(self, x):
+                return torch.relu(self.conv(x))
+
+
+        def get_inputs():
+            return [torch.randn(16, 3, 64, 64)]
+
+
+        def get_init_inputs():
+            return [3, 16, 3]
+    '''),
+    "sum_rows": textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.dim = dim
+
+            def forward(self, x):
+                return torch.sum(x, dim=self.dim, keepdim=True)
+
+
+        def get_inputs():
+            return [torch.randn(128, 4096)]
+
+
+        def get_init_inputs():
+            return [1]
+    '''),
+}
+RESIZES = {"4096": "2048", "393216": "100000", "1024": "512", "8192": "4096", "64, 64": "32, 32", "16, 3": "8, 3",
+           "128": "256", "64\n": "32\n"}
+
+
+def _rename(source: str) -> str:
+    import re
+
+    for old, new in (("x", "inp"), ("batch_size", "BATCH"), ("features", "WIDTH"), ("dim", "axis"), ("conv", "filt"),
+                     ("gemm", "dense"), ("act", "nonlin"), ("slope", "alpha")):
+        source = re.sub(rf"(?<![\w.]){old}(?![\w=])|(?<=self\.){old}(?!\w)", new, source)
+    return source
+
+
+def _resize(source: str) -> str:
+    for old, new in RESIZES.items():
+        source = source.replace(old, new)
+    return source
+
+
+def labelled_cases() -> list[tuple[str, str, str | None]]:
+    """(name, source, the base it copies or None when genuinely different)."""
+    cases = []
+    for base, source in LABELLED_BASES.items():
+        cases += [(f"{base}/renamed", _rename(source), base), (f"{base}/resized", _resize(source), base),
+                  (f"{base}/renamed+resized", _resize(_rename(source)), base)]
+    different = {
+        "relu->gelu": BIG_RELU.replace("torch.relu(x)", "torch.nn.functional.gelu(x)"),
+        "gemm_leakyrelu->gemm_relu": GEMM.replace("nn.LeakyReLU(slope)", "nn.ReLU()"),
+        "softmax dim 1->0": LABELLED_BASES["softmax"].replace("dim=1", "dim=0"),
+        "softmax->log_softmax": LABELLED_BASES["softmax"].replace("torch.softmax", "torch.log_softmax"),
+        "conv_relu->conv_sigmoid": LABELLED_BASES["conv_relu"].replace("torch.relu", "torch.sigmoid"),
+        "sum->mean": LABELLED_BASES["sum_rows"].replace("torch.sum", "torch.mean"),
+        "sum over columns": LABELLED_BASES["sum_rows"].replace("return [1]", "return [0]"),
+        "relu of a symmetric input": BIG_RELU.replace("return [torch.rand(batch_size, dim)]",
+                                                      "a = torch.rand(dim, dim)\n    return [(a + a.T) / 2]"),
+    }
+    return cases + [(name, source, None) for name, source in different.items()]
+
+
+def test_decontamination_catches_renamed_and_resized_copies_and_keeps_different_problems():
+    """Labelled set: 15 copies (renamed, resized, both) of 5 benchmark problems and 8 genuinely different
+    problems. Structure alone (n-grams off): every copy dropped, every different problem kept."""
+    benchmark = [Problem(id=f"b{i}", source="builtin", name=name, reference=src)
+                 for i, (name, src) in enumerate(LABELLED_BASES.items())]
+    cases = labelled_cases()
+    assert len(cases) >= 20
+    problems = [Problem(id=f"c{i}", source="builtin", name=name, reference=src) for i, (name, src, _) in enumerate(cases)]
+    kept, report = decontaminate(problems, benchmark, ngram_n=13, max_overlap=1.0)  # 1.0: n-grams never drop
+    dropped = {d.name: d.matched for d in report.dropped}
+    truth = {name: base for name, _, base in cases}
+    true_positives = sum(1 for name, base in truth.items() if base and dropped.get(name) == base)
+    false_positives = [name for name in dropped if truth[name] is None]
+    missed = [name for name, base in truth.items() if base and name not in dropped]
+    assert (missed, false_positives) == ([], []), (missed, false_positives, dropped)
+    assert true_positives == 15 and len(kept) == 8
+
+
+def test_dedup_keeps_variants_whose_outputs_or_inputs_differ():
+    import re
+
+    """LSTM-style problems that return different tensors, and a matmul of symmetric matrices against the
+    plain one, are different problems; a renamed copy is not."""
+    lstm = textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+
+            def forward(self, x, h0, c0):
+                out, state = self.lstm(x, (h0, c0))
+                return state[0]
+
+
+        def get_inputs():
+            return [torch.randn(4, 8, 16), torch.randn(2, 4, 32), torch.randn(2, 4, 32)]
+
+
+        def get_init_inputs():
+            return []
+    ''')
+    matmul = textwrap.dedent('''
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def forward(self, a, b):
+                return torch.matmul(a, b)
+
+
+        def get_inputs():
+            a = torch.randn(256, 256)
+            b = torch.randn(256, 256)
+            return [a, b]
+
+
+        def get_init_inputs():
+            return []
+    ''')
+    variants = {"lstm_h": lstm, "lstm_c": lstm.replace("state[0]", "state[1]"),
+                "lstm_out": lstm.replace("return state[0]", "return out"),
+                "matmul": matmul, "matmul_symmetric": matmul.replace("return [a, b]", "return [(a + a.T) / 2, (b + b.T) / 2]"),
+                "matmul_renamed": re.sub(r"\ba\b", "lhs", re.sub(r"\bb\b", "rhs", matmul))}
+    problems = [Problem(id=name, source="builtin", name=name, reference=src) for name, src in variants.items()]
+    kept, report = deduplicate(problems)
+    assert [p.name for p in kept] == ["lstm_h", "lstm_c", "lstm_out", "matmul", "matmul_symmetric"]
+    assert [(d.name, d.matched) for d in report.dropped] == [("matmul_renamed", "matmul")]
