@@ -400,7 +400,7 @@ class Judge:
                 sets = self._reference_sets(box, problem, min(runs, most_sets))
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
                 box.send(("time", 0, cfg.timing_warmup, runs, compiled))
-                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), checked,
+                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), sets, checked,
                                      nbytes_of(expected))
                 if not isinstance(result, _Window):
                     raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed: "
@@ -420,20 +420,26 @@ class Judge:
     def _timing_budget(self, runs: int | None = None) -> float:
         return self.config.run_timeout_s * ((runs or self.config.timing_runs) + self.config.timing_warmup)
 
-    def _timed(self, box: Sandbox, budget: float, checked: list[int], output_bytes: int):
-        """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls, `done` (its
-        clock stops as soon as the sandbox writes it, before anything is decoded), the report, then the
-        outputs of the `checked` timed calls. A `_Window`, or the message that came instead (None on timeout)."""
+    def _timed(self, box: Sandbox, budget: float, sets: list[list[Any]], checked: list[int], output_bytes: int):
+        """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls — each asking
+        for its inputs just before it runs (set i of `sets`, in turn), so none exists in the sandbox ahead of
+        time — `done` (the clock stops), the report, then the outputs of the `checked` timed calls. A
+        `_Window`, or the message that came instead (None on timeout)."""
         msg = box.receive(budget)
         if msg != ("warm",):
             return msg
+        path = box.home.io_in / "timing.bin"
         start = time.perf_counter()
         box.send(("go",))
-        box.conn.poll(budget)
-        window = time.perf_counter() - start
-        msg = box.receive(budget)
-        if msg != ("done",):
-            return msg
+        deadline = start + budget
+        while True:
+            msg = box.receive(max(0.0, deadline - time.perf_counter()))
+            if msg == ("done",):
+                window = time.perf_counter() - start
+                break
+            if msg is None or msg[0] != "next" or len(msg) != 2 or type(msg[1]) is not int or msg[1] < 0:
+                return msg
+            box.send(("set", msg[1], write_tensors(path, sets[msg[1] % len(sets)])))
         msg = box.receive(budget)
         if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict):
             return msg
@@ -647,20 +653,15 @@ class Judge:
         compiled = self.baseline(problem, device_index, compiled=True) \
             if self.device == "cuda" and cfg.compare_torch_compile else None
         warm_metas = write_tensors(box.home.io_in / "inputs.bin", trial.host_inputs)  # warm-up: trial 0's inputs
-        flat = write_tensors(box.home.io_in / "timing.bin", [x for s in eager.sets for x in s])
-        set_metas, start = [], 0
-        for s in eager.sets:
-            set_metas.append(flat[start:start + len(s)])
-            start += len(s)
         floor, bandwidth = self._physical_floor(device_index, eager)
         believed: list[float] = []
         for _ in range(2):
-            box.send(("time", warm_metas, set_metas, cfg.timing_warmup, eager.runs))
+            box.send(("time", warm_metas, cfg.timing_warmup, eager.runs))
             # the whole timing may take HANG_FACTOR times the reference's (a kernel that hangs only once the
             # trials are over is killed as soon as one that hangs at once)
             budget = min(self._timing_budget(eager.runs),
                          self._trial_limit(eager.window + eager.seconds * cfg.timing_warmup) + HANG_FLOOR_S)
-            result = self._timed(box, budget, sorted(eager.checked), eager.output_bytes)
+            result = self._timed(box, budget, eager.sets, sorted(eager.checked), eager.output_bytes)
             if not isinstance(result, _Window):
                 if result is None:
                     return _Outcome(VerdictCategory.timeout, "timing did not finish", **compiled_ok)

@@ -252,10 +252,9 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                 "seconds": seconds,
             }))
         elif kind == "time":
-            _, warm_metas, set_metas, warmup, runs = msg
+            _, warm_metas, warmup, runs = msg
             warm_inputs = _load_inputs(inputs_path, warm_metas, job["device"])
-            sets = _load_sets(os.path.join(job["io_in"], "timing.bin"), set_metas, job["device"])
-            _serve_timing(conn, send, model, sets, warm_inputs, job["device"], warmup, runs,
+            _serve_timing(conn, send, model, warm_inputs, job["device"], warmup, runs, job["io_in"],
                           os.path.join(job["io_out"], "timed.bin"))
         else:
             send(("protocol_error", f"unknown message {kind!r}"))
@@ -267,23 +266,32 @@ _DONE = dumps(("done",))  # serialised ahead: the judge's clock stops when these
 ROTATING_BUFFERS = 2  # timed calls alternate between this many input buffers, refilled before each call
 
 
-def _serve_timing(conn, send, model_fn, sets: list[list[Any]], warm_inputs: list[Any], device: str, warmup: int,
-                  runs: int, outputs_path: str) -> None:
+def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, warmup: int, runs: int,
+                  io_in: str, outputs_path: str) -> None:
     """Warm up, tell the judge, wait for its `go` (its clock starts), run the timed calls, say `done` (its
     clock stops), report; then write the outputs of the timed calls the judge asks to see.
 
-    Timed call i gets set i's values, copied (off the clock) into one of ROTATING_BUFFERS buffers it shares
-    with earlier calls: a kernel that keys a remembered result on an address returns a stale one, one that
-    keys it on the values never finds it. Each call's output is copied as soon as it is timed (off the
-    clock), so a kernel may write every call into one output buffer of its own."""
-    buffers = [[x.clone() if isinstance(x, torch.Tensor) else x for x in sets[k % len(sets)]]
-               for k in range(ROTATING_BUFFERS)]
+    Before timed call i (off the clock) the sandbox asks the judge for call i's inputs and refills one of
+    ROTATING_BUFFERS buffers with them: no call's inputs exist in this process before the call before it has
+    finished (nothing to compute ahead), a kernel that keys a remembered result on an address returns a stale
+    one, one that keys it on the values never finds it. Each call's output is copied as soon as it is timed
+    (off the clock), so a kernel may write every call into one output buffer of its own."""
+    buffers = [[x.clone() if isinstance(x, torch.Tensor) else x for x in warm_inputs] for _ in range(ROTATING_BUFFERS)]
     outputs: list[Any] = [None] * runs
+    path = os.path.join(io_in, "timing.bin")
 
     def prepare(i):
-        for dst, src in zip(buffers[i % ROTATING_BUFFERS], sets[i % len(sets)]):
-            if isinstance(dst, torch.Tensor):
-                dst.copy_(src)
+        send(("next", i))
+        reply = conn.recv()
+        if reply[:2] != ("set", i):
+            raise RuntimeError(f"timing: the judge sent {str(reply)[:60]} for call {i}")
+        buffer = buffers[i % ROTATING_BUFFERS]
+        for k, value in enumerate(_load_inputs(path, reply[2], device)):
+            if isinstance(value, torch.Tensor) and isinstance(buffer[k], torch.Tensor) \
+                    and value.shape == buffer[k].shape and value.dtype == buffer[k].dtype:
+                buffer[k].copy_(value)
+            else:  # a problem whose inputs change shape from call to call: new memory, then
+                buffer[k] = value
 
     def keep(i, out):
         outputs[i] = [t.clone() for t in to_list(out)]
@@ -303,16 +311,6 @@ def _serve_timing(conn, send, model_fn, sets: list[list[Any]], warm_inputs: list
         chosen = [outputs[i] for i in msg[1]]
         metas = write_tensors(outputs_path, [t for outs in chosen for t in outs])
         send(("timed_outputs", metas, [len(outs) for outs in chosen]))
-
-
-def _load_sets(path: str, set_metas: list[list[Any]], device: str) -> list[list[Any]]:
-    """The timing input sets the judge wrote (one file, one description list per set), on this device."""
-    flat = _load_inputs(path, [m for metas in set_metas for m in metas], device)
-    sets, start = [], 0
-    for metas in set_metas:
-        sets.append(flat[start:start + len(metas)])
-        start += len(metas)
-    return sets
 
 
 def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
@@ -368,7 +366,6 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
     device = job["device"]
     trial_path = os.path.join(job["io_out"], "trial.bin")
     kept_inputs: dict[int, list[Any]] = {}
-    timing_sets: list[list[Any]] = []
 
     def model():
         torch.manual_seed(job["init_seed"])
@@ -394,12 +391,10 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 send(("trial_out", index, {"inputs": written[:len(inputs)], "expected": written[len(inputs):]}))
             elif kind == "timing_sets":  # the inputs of the timed calls, one set per call, from the judge's seeds
                 _, seeds = msg
-                timing_sets.clear()
-                with torch.no_grad():
-                    for seed in seeds:
-                        torch.manual_seed(seed)
-                        timing_sets.append([x.to(device) if isinstance(x, torch.Tensor) else x
-                                            for x in module.get_inputs()])
+                timing_sets = []
+                for seed in seeds:
+                    torch.manual_seed(seed)
+                    timing_sets.append(list(module.get_inputs()))
                 written = write_tensors(os.path.join(job["io_out"], "sets.bin"),
                                         [x.cpu() if isinstance(x, torch.Tensor) else x for s in timing_sets for x in s])
                 counts = [len(s) for s in timing_sets]
@@ -409,7 +404,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 with torch.no_grad():
                     reference = model()
                     fn = torch.compile(reference) if compiled else reference
-                    _serve_timing(conn, send, fn, timing_sets, kept_inputs[index], device, warmup, runs,
+                    _serve_timing(conn, send, fn, kept_inputs[index], device, warmup, runs, job["io_in"],
                                   os.path.join(job["io_out"], "timed.bin"))
             else:
                 send(("protocol_error", f"unknown message {kind!r}"))
