@@ -1,4 +1,8 @@
-"""l1_029_softplus__bf16_helpers: KernelBench level1/29_Softplus.py with a CUDA candidate; expected verdict pass.
+"""l1_029_softplus__bf16_helpers: KernelBench level1/29_Softplus.py with a CUDA candidate; expected verdict compile_error.
+
+torch's load_inline rejects it: c10::BFloat16 converts to __nv_bfloat16 only explicitly, so
+__bfloat162float(v) does not compile (kd_shim's at::BFloat16 is __nv_bfloat16 itself, so the fast path builds
+it)
 
 Sizes reduced from KernelBench: batch_size 4096 -> 16, dim 393216 -> 16384.
 """
@@ -6,8 +10,8 @@ Sizes reduced from KernelBench: batch_size 4096 -> 16, dim 393216 -> 16384.
 SOURCE = "KernelBench level1/29_Softplus.py"
 LEVEL = 1
 FAMILY = "activation"
-EXPECTED = "pass"
-FEATURES = ["AT_DISPATCH_FLOATING_TYPES_AND2", "TORCH_CHECK", "bfloat16", "device_guard", "grid_stride", "half", "launch_check", "templates"]
+EXPECTED = "compile_error"
+FEATURES = ["AT_DISPATCH_FLOATING_TYPES_AND2", "TORCH_CHECK", "bfloat16", "device_guard", "grid_stride", "half", "launch_check", "mistake", "templates"]
 SIZE_CHANGES = [('batch_size = 4096', 'batch_size = 16'), ('dim = 393216', 'dim = 16384')]
 
 REFERENCE = r'''import torch
