@@ -30,8 +30,9 @@ reported as illegal on both paths and never built. `--limit N` takes N pairs spr
 `--build-only --shim-only` builds on the fast path alone and records, without building, where it would fall back:
 the shim's coverage of the whole corpus in minutes, with no CUDA torch.
 
-`--backend cpu` judges on the CPU backend: CUDA kernels cannot run there, so its verdicts only compare building,
-loading and the host code's checks.
+`--backend cpu` judges on the CPU backend, where CUDA kernels cannot run, so its verdicts could only compare
+building, loading and the host code's checks; on a machine with no GPU the judge cannot build CUDA candidates at
+all (the fast path asks torch.cuda for the architecture), and the script says so and stops.
 """
 
 from __future__ import annotations
@@ -394,6 +395,11 @@ def _recording(build, keys, fallbacks, requested):
 def run_judge(entries: list[CorpusEntry], args, root: Path) -> None:
     if args.backend == "cuda" and not torch.cuda.is_available():
         sys.exit("verify_parity --backend cuda needs a GPU; use --build-only here")
+    if args.backend == "cpu" and not torch.cuda.is_available():
+        # Measured: the fast path's FastInlineBuilder._build_cuda asks torch for the GPU's architecture, and the
+        # exception escapes Judge.verify (the pool stops); torch's load_inline needs a CUDA torch besides.
+        sys.exit("verify_parity --backend cpu: the judge cannot build CUDA candidates without a GPU (the fast path "
+                 "asks torch.cuda for the device architecture and the error escapes the judge); use --build-only")
     runs = {}
     for path, fast in (("load_inline (baseline)", False), ("fast (kd_shim)", True)):
         runs[path] = judge_path(entries, args, fast, root / ("fast" if fast else "slow"))
