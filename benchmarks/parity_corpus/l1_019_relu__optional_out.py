@@ -1,0 +1,96 @@
+"""l1_019_relu__optional_out: KernelBench level1/19_ReLU.py with a CUDA candidate; expected verdict pass.
+
+Sizes reduced from KernelBench: batch_size 4096 -> 16, dim 393216 -> 16384.
+"""
+
+SOURCE = "KernelBench level1/19_ReLU.py"
+LEVEL = 1
+FAMILY = "activation"
+EXPECTED = "pass"
+FEATURES = ["TORCH_CHECK", "grid_stride", "launch_check", "optional_arg"]
+SIZE_CHANGES = [('batch_size = 4096', 'batch_size = 16'), ('dim = 393216', 'dim = 16384')]
+
+REFERENCE = r'''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """
+    Simple model that performs a ReLU activation.
+    """
+    def __init__(self):
+        super(Model, self).__init__()
+    
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """
+        Applies ReLU activation to the input tensor.
+
+        Args:
+            x (torch.Tensor): Input tensor of any shape.
+
+        Returns:
+            torch.Tensor: Output tensor with ReLU applied, same shape as input.
+        """
+        return torch.relu(x)
+
+batch_size = 16  # KernelBench: 4096
+dim = 16384  # KernelBench: 393216
+
+def get_inputs():
+    x = torch.rand(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []  # No special initialization inputs needed'''
+
+CANDIDATE = r'''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+relu_cuda_source = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+__global__ void relu_kernel(const float* __restrict__ x, float* __restrict__ y, const int n) {
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int i = tid; i < n; i += blockDim.x * gridDim.x) {
+        const float v = __ldg(&x[i]);
+        y[i] = fmaxf(v, 0.0f);
+    }
+}
+
+torch::Tensor relu_forward(torch::Tensor x, c10::optional<torch::Tensor> out) {
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous(), "x must be a contiguous CUDA tensor");
+    torch::Tensor y = out.has_value() ? out.value() : torch::empty_like(x);
+    TORCH_CHECK(y.sizes() == x.sizes(), "out must have the shape of x");
+    const int n = static_cast<int>(x.numel());
+    int device = x.get_device();
+    int sm_count = 0;
+    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+    const int threads = 256;
+    const int blocks = std::max(1, std::min((n + threads - 1) / threads, sm_count * 8));
+    relu_kernel<<<blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    auto err = cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess, cudaGetErrorString(err));
+    return y;
+}
+"""
+
+relu_cpp_source = r"""torch::Tensor relu_forward(torch::Tensor x, c10::optional<torch::Tensor> out);"""
+
+relu_module = load_inline(
+    name="relu_optional_out",
+    cpp_sources=relu_cpp_source,
+    cuda_sources=relu_cuda_source,
+    functions=["relu_forward"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super(ModelNew, self).__init__()
+        self.relu_op = relu_module
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.relu_op.relu_forward(x.contiguous(), None)
+'''

@@ -1,0 +1,89 @@
+"""l1_022_tanh__typo_compile_error: KernelBench level1/22_Tanh.py with a CUDA candidate; expected verdict compile_error.
+
+Sizes reduced from KernelBench: batch_size 4096 -> 16, dim 393216 -> 16384.
+"""
+
+SOURCE = "KernelBench level1/22_Tanh.py"
+LEVEL = 1
+FAMILY = "activation"
+EXPECTED = "compile_error"
+FEATURES = ["mistake"]
+SIZE_CHANGES = [('batch_size = 4096', 'batch_size = 16'), ('dim = 393216', 'dim = 16384')]
+
+REFERENCE = r'''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """
+    Simple model that performs a Tanh activation.
+    """
+    def __init__(self):
+        super(Model, self).__init__()
+    
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """
+        Applies Tanh activation to the input tensor.
+
+        Args:
+            x (torch.Tensor): Input tensor of any shape.
+
+        Returns:
+            torch.Tensor: Output tensor with Tanh applied, same shape as input.
+        """
+        return torch.tanh(x)
+
+batch_size = 16  # KernelBench: 4096
+dim = 16384  # KernelBench: 393216
+
+def get_inputs():
+    x = torch.rand(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []  # No special initialization inputs needed'''
+
+CANDIDATE = r'''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+tanh_cuda_source = r"""
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+__global__ void tanh_kernel(const float* __restrict__ input, float* __restrict__ output, int size) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < size) {
+        float v = input[idx];
+        output[idx] = tanhf(v);
+    }
+}
+
+torch::Tensor tanh_cuda(torch::Tensor input) {
+    auto output = torch::empty_like(input);
+    int size = input.numel();
+    const int block_size = 256;
+    const int num_blocks = (size + block_size - 1) / block_size;
+    tanh_kernel<<<num_blocks, block_size>>>(input.data_ptr<float>(), ouput.data_ptr<float>(), size);
+    return output;
+}
+"""
+
+tanh_cpp_source = r"""torch::Tensor tanh_cuda(torch::Tensor input);"""
+
+tanh_module = load_inline(
+    name="tanh_simple",
+    cpp_sources=tanh_cpp_source,
+    cuda_sources=tanh_cuda_source,
+    functions=["tanh_cuda"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super(ModelNew, self).__init__()
+        self.tanh_op = tanh_module
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.tanh_op.tanh_cuda(x.contiguous())
+'''

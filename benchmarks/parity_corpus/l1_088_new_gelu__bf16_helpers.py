@@ -1,0 +1,112 @@
+"""l1_088_new_gelu__bf16_helpers: KernelBench level1/88_MinGPTNewGelu.py with a CUDA candidate; expected verdict compile_error.
+
+torch's load_inline rejects it: c10::BFloat16 converts to __nv_bfloat16 only explicitly, so
+__bfloat162float(v) does not compile (kd_shim's at::BFloat16 is __nv_bfloat16 itself, so the fast path builds
+it)
+
+Sizes reduced from KernelBench: batch_size 8192 -> 64, dim 8192 -> 4096.
+"""
+
+SOURCE = "KernelBench level1/88_MinGPTNewGelu.py"
+LEVEL = 1
+FAMILY = "activation"
+EXPECTED = "compile_error"
+FEATURES = ["AT_DISPATCH_FLOATING_TYPES_AND2", "TORCH_CHECK", "bfloat16", "device_guard", "grid_stride", "half", "launch_check", "mistake", "templates"]
+SIZE_CHANGES = [('batch_size = 8192', 'batch_size = 64'), ('dim = 8192', 'dim = 4096')]
+
+REFERENCE = r'''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import math
+
+# From https://github.com/karpathy/minGPT/blob/master/mingpt/model.py
+
+class Model(nn.Module):
+    """
+    Implementation of the GELU activation function currently in Google BERT repo (identical to OpenAI GPT).
+    Reference: Gaussian Error Linear Units (GELU) paper: https://arxiv.org/abs/1606.08415
+    """
+    def __init__(self):
+        super(Model, self).__init__()
+    
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+batch_size = 64  # KernelBench: 8192
+dim = 4096  # KernelBench: 8192
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return []'''
+
+CANDIDATE = r'''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+new_gelu_cuda_source = r"""
+#include <torch/extension.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <c10/cuda/CUDAGuard.h>
+
+template <typename T>
+__device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
+template <>
+__device__ __forceinline__ float to_float<at::Half>(at::Half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float to_float<at::BFloat16>(at::BFloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v) { return static_cast<T>(v); }
+template <>
+__device__ __forceinline__ at::Half from_float<at::Half>(float v) { return __float2half(v); }
+template <>
+__device__ __forceinline__ at::BFloat16 from_float<at::BFloat16>(float v) { return __float2bfloat16(v); }
+
+template <typename scalar_t>
+__global__ void new_gelu_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ y, int64_t n) {
+    const int64_t stride = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float v = to_float<scalar_t>(x[i]);
+        y[i] = from_float<scalar_t>(0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))));
+    }
+}
+
+torch::Tensor new_gelu_forward(const torch::Tensor& x) {
+    TORCH_CHECK(x.is_cuda(), "new_gelu_forward: expected a CUDA tensor");
+    const c10::cuda::OptionalCUDAGuard device_guard(device_of(x));
+    auto xc = x.contiguous();
+    auto y = torch::empty_like(xc);
+    const int64_t n = xc.numel();
+    if (n == 0) return y;
+    const int threads = 256;
+    const int blocks = static_cast<int>(std::min<int64_t>((n + threads - 1) / threads, 65535));
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::ScalarType::Half, at::ScalarType::BFloat16, xc.scalar_type(), "new_gelu_forward", [&] {
+        new_gelu_kernel<scalar_t><<<blocks, threads>>>(xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), n);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+new_gelu_cpp_source = r"""torch::Tensor new_gelu_forward(const torch::Tensor& x);"""
+
+new_gelu_module = load_inline(
+    name="new_gelu_bf16",
+    cpp_sources=new_gelu_cpp_source,
+    cuda_sources=new_gelu_cuda_source,
+    functions=["new_gelu_forward"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super(ModelNew, self).__init__()
+        self.new_gelu_op = new_gelu_module
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.new_gelu_op.new_gelu_forward(x)
+'''

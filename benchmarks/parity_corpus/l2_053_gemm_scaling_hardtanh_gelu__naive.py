@@ -1,0 +1,115 @@
+"""l2_053_gemm_scaling_hardtanh_gelu__naive: KernelBench level2/53_Gemm_Scaling_Hardtanh_GELU.py with a CUDA candidate; expected verdict pass.
+
+Sizes reduced from KernelBench: batch_size 2048 -> 32, in_features 8192 -> 512, out_features 8192 -> 256.
+"""
+
+SOURCE = "KernelBench level2/53_Gemm_Scaling_Hardtanh_GELU.py"
+LEVEL = 2
+FAMILY = "fused_gemm"
+EXPECTED = "pass"
+FEATURES = ["CHECK_INPUT_macros", "TORCH_CHECK", "cuda_stream", "device_guard", "factory_with_options", "launch_check", "options", "scalar_args"]
+SIZE_CHANGES = [('batch_size = 2048', 'batch_size = 32'), ('in_features = 8192', 'in_features = 512'), ('out_features = 8192', 'out_features = 256')]
+
+REFERENCE = r'''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """
+    Model that performs a GEMM, scaling, hardtanh, and GELU activation.
+    """
+    def __init__(self, in_features, out_features, scaling_factor, hardtanh_min, hardtanh_max):
+        super(Model, self).__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.scaling_factor = scaling_factor
+        self.hardtanh = nn.Hardtanh(min_val=hardtanh_min, max_val=hardtanh_max)
+        self.gelu = nn.GELU()
+
+    def forward(self, x):
+        x = self.gemm(x)
+        x = x * self.scaling_factor
+        x = self.hardtanh(x)
+        x = self.gelu(x)
+        return x
+
+batch_size = 32  # KernelBench: 2048
+in_features = 512  # KernelBench: 8192
+out_features = 256  # KernelBench: 8192
+scaling_factor = 0.5
+hardtanh_min = -2
+hardtanh_max = 2
+
+def get_inputs():
+    return [torch.rand(batch_size, in_features)]
+
+def get_init_inputs():
+    return [in_features, out_features, scaling_factor, hardtanh_min, hardtanh_max]'''
+
+CANDIDATE = r'''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+gemm_ht_gelu_cuda_source = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), #x " must be a CUDA tensor")
+#define CHECK_CONTIGUOUS(x) TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
+#define CHECK_INPUT(x) CHECK_CUDA(x); CHECK_CONTIGUOUS(x)
+
+__global__ void gemm_scale_hardtanh_gelu_kernel(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+                            int M, int N, int K, float scaling_factor, float hardtanh_min, float hardtanh_max) {
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc += x[(size_t)row * K + k] * w[(size_t)col * K + k];
+        float v = acc + bias[col];
+        v = fminf(fmaxf(v * scaling_factor, hardtanh_min), hardtanh_max);
+        v = 0.5f * v * (1.0f + erff(v * 0.70710678f));
+        y[(size_t)row * N + col] = v;
+    }
+}
+
+torch::Tensor gemm_scale_hardtanh_gelu(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, double scaling_factor, double hardtanh_min, double hardtanh_max, bool check_shapes) {
+    CHECK_INPUT(x);
+    CHECK_INPUT(weight);
+    if (check_shapes) {
+        TORCH_CHECK(x.dim() == 2 && weight.dim() == 2, "expected 2D x and weight");
+        TORCH_CHECK(x.size(1) == weight.size(1), "in_features mismatch: ", x.size(1), " vs ", weight.size(1));
+    }
+    const at::cuda::OptionalCUDAGuard device_guard(device_of(x));
+    const int M = x.size(0), K = x.size(1), N = weight.size(0);
+    auto y = torch::empty({M, N}, x.options());
+    dim3 block(16, 16);
+    dim3 grid((N + 15) / 16, (M + 15) / 16);
+    gemm_scale_hardtanh_gelu_kernel<<<grid, block, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(), y.data_ptr<float>(), M, N, K, static_cast<float>(scaling_factor), static_cast<float>(hardtanh_min), static_cast<float>(hardtanh_max));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+gemm_ht_gelu_cpp_source = r"""torch::Tensor gemm_scale_hardtanh_gelu(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, double scaling_factor, double hardtanh_min, double hardtanh_max, bool check_shapes);"""
+
+gemm_ht_gelu_module = load_inline(
+    name="gemm_ht_gelu_naive",
+    cpp_sources=gemm_ht_gelu_cpp_source,
+    cuda_sources=gemm_ht_gelu_cuda_source,
+    functions=["gemm_scale_hardtanh_gelu"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features, scaling_factor, hardtanh_min, hardtanh_max):
+        super(ModelNew, self).__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.scaling_factor = scaling_factor
+        self.hardtanh_min = hardtanh_min
+        self.hardtanh_max = hardtanh_max
+        self.gemm_ht_gelu = gemm_ht_gelu_module
+
+    def forward(self, x):
+        return self.gemm_ht_gelu.gemm_scale_hardtanh_gelu(x.contiguous(), self.gemm.weight, self.gemm.bias, self.scaling_factor, self.hardtanh_min, self.hardtanh_max, True)
+'''

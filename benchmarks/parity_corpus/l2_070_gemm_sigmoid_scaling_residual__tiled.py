@@ -1,0 +1,130 @@
+"""l2_070_gemm_sigmoid_scaling_residual__tiled: KernelBench level2/70_Gemm_Sigmoid_Scaling_ResidualAdd.py with a CUDA candidate; expected verdict pass.
+
+Sizes reduced from KernelBench: batch_size 1024 -> 32, input_size 8192 -> 512, hidden_size 8192 -> 256.
+"""
+
+SOURCE = "KernelBench level2/70_Gemm_Sigmoid_Scaling_ResidualAdd.py"
+LEVEL = 2
+FAMILY = "fused_gemm"
+EXPECTED = "pass"
+FEATURES = ["CHECK_INPUT_macros", "TORCH_CHECK", "cuda_stream", "device_guard", "factory_with_options", "launch_check", "options", "scalar_args", "shared_memory"]
+SIZE_CHANGES = [('batch_size = 1024', 'batch_size = 32'), ('input_size = 8192', 'input_size = 512'), ('hidden_size = 8192', 'hidden_size = 256')]
+
+REFERENCE = r'''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """
+    Model implementing the pattern "Gemm_Sigmoid_Scaling_ResidualAdd".
+    """
+    def __init__(self, input_size, hidden_size, scaling_factor):
+        super(Model, self).__init__()
+        self.gemm = nn.Linear(input_size, hidden_size)
+        self.scaling_factor = scaling_factor
+
+    def forward(self, x):
+        """
+        Forward pass of the model.
+
+        Args:
+            x (torch.Tensor): Input tensor of shape (batch_size, input_size).
+
+        Returns:
+            torch.Tensor: Output tensor of shape (batch_size, hidden_size).
+        """
+        x = self.gemm(x)
+        original_x = x
+        x = torch.sigmoid(x)
+        x = x * self.scaling_factor
+        x = x + original_x
+        return x
+
+batch_size = 32  # KernelBench: 1024
+input_size = 512  # KernelBench: 8192
+hidden_size = 256  # KernelBench: 8192
+scaling_factor = 2.0
+
+def get_inputs():
+    return [torch.rand(batch_size, input_size)]
+
+def get_init_inputs():
+    return [input_size, hidden_size, scaling_factor]'''
+
+CANDIDATE = r'''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+gemm_sig_res_cuda_source = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), #x " must be a CUDA tensor")
+#define CHECK_CONTIGUOUS(x) TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
+#define CHECK_INPUT(x) CHECK_CUDA(x); CHECK_CONTIGUOUS(x)
+
+#define TILE 16
+
+__global__ void gemm_sigmoid_residual_kernel(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias, float* __restrict__ y,
+                            int M, int N, int K, float scaling_factor) {
+    __shared__ float xs[TILE][TILE];
+    __shared__ float ws[TILE][TILE + 1];
+    const int row = blockIdx.y * TILE + threadIdx.y;
+    const int col = blockIdx.x * TILE + threadIdx.x;
+    const int wrow = blockIdx.x * TILE + threadIdx.y;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        xs[threadIdx.y][threadIdx.x] = (row < M && k0 + threadIdx.x < K) ? x[(size_t)row * K + k0 + threadIdx.x] : 0.0f;
+        ws[threadIdx.y][threadIdx.x] = (wrow < N && k0 + threadIdx.x < K) ? w[(size_t)wrow * K + k0 + threadIdx.x] : 0.0f;
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < TILE; ++k) acc += xs[threadIdx.y][k] * ws[threadIdx.x][k];
+        __syncthreads();
+    }
+    if (row < M && col < N) {
+        float v = acc + bias[col];
+        v = v + scaling_factor / (1.0f + expf(-v));
+        y[(size_t)row * N + col] = v;
+    }
+}
+
+torch::Tensor gemm_sigmoid_residual(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, double scaling_factor, bool check_shapes) {
+    CHECK_INPUT(x);
+    CHECK_INPUT(weight);
+    if (check_shapes) {
+        TORCH_CHECK(x.dim() == 2 && weight.dim() == 2, "expected 2D x and weight");
+        TORCH_CHECK(x.size(1) == weight.size(1), "in_features mismatch: ", x.size(1), " vs ", weight.size(1));
+    }
+    const at::cuda::OptionalCUDAGuard device_guard(device_of(x));
+    const int M = x.size(0), K = x.size(1), N = weight.size(0);
+    auto y = torch::empty({M, N}, x.options());
+    dim3 block(TILE, TILE);
+    dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
+    gemm_sigmoid_residual_kernel<<<grid, block, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), weight.data_ptr<float>(), bias.data_ptr<float>(), y.data_ptr<float>(), M, N, K, static_cast<float>(scaling_factor));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return y;
+}
+"""
+
+gemm_sig_res_cpp_source = r"""torch::Tensor gemm_sigmoid_residual(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, double scaling_factor, bool check_shapes);"""
+
+gemm_sig_res_module = load_inline(
+    name="gemm_sig_res_tiled",
+    cpp_sources=gemm_sig_res_cpp_source,
+    cuda_sources=gemm_sig_res_cuda_source,
+    functions=["gemm_sigmoid_residual"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, input_size, hidden_size, scaling_factor):
+        super(ModelNew, self).__init__()
+        self.gemm = nn.Linear(input_size, hidden_size)
+        self.scaling_factor = scaling_factor
+        self.gemm_sig_res = gemm_sig_res_module
+
+    def forward(self, x):
+        return self.gemm_sig_res.gemm_sigmoid_residual(x.contiguous(), self.gemm.weight, self.gemm.bias, self.scaling_factor, True)
+'''
