@@ -108,6 +108,8 @@ RED_TEAM: dict[str, tuple[str, V, str | None]] = {
                                           "        self.guess = torch.randn(4, 8)")
                            .replace(CALL, "return mod.fwd(self.guess, self.w)"), V.illegal, "output-caching"),
     # build and run failures
+    "cuda_on_cpu_backend": (good().replace('functions=["fwd"])', 'cuda_sources="__global__ void k() {}", '
+                                           'functions=["fwd"])'), V.compile_error, None),
     "cpp_compile_error": (good("o[i] = undeclared_name;"), V.compile_error, None),
     "python_syntax_error": ("class ModelNew(:\n    pass\n", V.compile_error, None),
     "no_model_new": ("import torch\n\nclass Something:\n    pass\n", V.compile_error, None),

@@ -555,6 +555,10 @@ class Judge:
         except (TypeError, ValueError) as exc:
             box.send(("call_error", str(exc)[:500]))
             return None
+        if request.cuda and self.device != "cuda":  # nothing here could run it (and no GPU to build for)
+            loading.build_log = "the cpu backend builds C++ only: cuda_sources need verifier.backend: cuda"
+            box.send(("build_error", loading.build_log))
+            return None
         violations = check_build_request(request)
         if violations:
             v = violations[0]
