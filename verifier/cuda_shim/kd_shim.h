@@ -26,10 +26,10 @@
   KD_DISPATCH(TYPE, NAME, KD_DISPATCH_CASE(Float, float, __VA_ARGS__) KD_DISPATCH_CASE(Double, double, __VA_ARGS__))
 #define AT_DISPATCH_FLOATING_TYPES_AND_HALF(TYPE, NAME, ...)                                             \
   KD_DISPATCH(TYPE, NAME, KD_DISPATCH_CASE(Float, float, __VA_ARGS__) KD_DISPATCH_CASE(Double, double, __VA_ARGS__) \
-              KD_DISPATCH_CASE(Half, __half, __VA_ARGS__))
+              KD_DISPATCH_CASE(Half, ::kd_shim::Half, __VA_ARGS__))
 #define AT_DISPATCH_FLOATING_TYPES_AND2(T1, T2, TYPE, NAME, ...)                                         \
   KD_DISPATCH(TYPE, NAME, KD_DISPATCH_CASE(Float, float, __VA_ARGS__) KD_DISPATCH_CASE(Double, double, __VA_ARGS__) \
-              KD_DISPATCH_CASE(Half, __half, __VA_ARGS__) KD_DISPATCH_CASE(BFloat16, __nv_bfloat16, __VA_ARGS__))
+              KD_DISPATCH_CASE(Half, ::kd_shim::Half, __VA_ARGS__) KD_DISPATCH_CASE(BFloat16, ::kd_shim::BFloat16, __VA_ARGS__))
 #define AT_DISPATCH_INTEGRAL_TYPES(TYPE, NAME, ...)                                                      \
   KD_DISPATCH(TYPE, NAME, KD_DISPATCH_CASE(Byte, uint8_t, __VA_ARGS__) KD_DISPATCH_CASE(Char, int8_t, __VA_ARGS__) \
               KD_DISPATCH_CASE(Short, int16_t, __VA_ARGS__) KD_DISPATCH_CASE(Int, int32_t, __VA_ARGS__)          \

@@ -40,8 +40,26 @@ constexpr ScalarType kByte = ScalarType::Byte, kUInt8 = ScalarType::Byte, kChar 
                      kFloat64 = ScalarType::Double, kBool = ScalarType::Bool, kBFloat16 = ScalarType::BFloat16;
 
 #if defined(KD_SHIM_HALF) && !defined(KD_SHIM_CPU)
-using Half = __half;
-using BFloat16 = __nv_bfloat16;
+#ifdef __CUDACC__
+#define KD_HD __host__ __device__
+#else
+#define KD_HD
+#endif
+// Like c10::Half and c10::BFloat16, not the raw CUDA types: 2-byte structs that convert to and from float
+// implicitly (also under -D__CUDA_NO_HALF_CONVERSIONS__, as torch's do), and are not __half themselves,
+// so code compiles here exactly when it compiles against torch.
+struct alignas(2) Half {
+  unsigned short x;
+  Half() = default;
+  KD_HD Half(float v) { __half h = __float2half(v); x = *reinterpret_cast<unsigned short*>(&h); }
+  KD_HD operator float() const { return __half2float(*reinterpret_cast<const __half*>(&x)); }
+};
+struct alignas(2) BFloat16 {
+  unsigned short x;
+  BFloat16() = default;
+  KD_HD BFloat16(float v) { __nv_bfloat16 h = __float2bfloat16(v); x = *reinterpret_cast<unsigned short*>(&h); }
+  KD_HD operator float() const { return __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(&x)); }
+};
 #endif
 
 enum class DeviceType : int8_t { CPU = 0, CUDA = 1 };
@@ -97,6 +115,9 @@ struct IntList {
   int64_t back() const { return v.back(); }
   std::vector<int64_t> vec() const { return v; }
   operator std::vector<int64_t>() const { return v; }
+  bool equals(const IntList& o) const { return v == o.v; }
+  friend bool operator==(const IntList& a, const IntList& b) { return a.v == b.v; }
+  friend bool operator!=(const IntList& a, const IntList& b) { return a.v != b.v; }
 };
 using IntArrayRef = IntList;
 
@@ -139,8 +160,8 @@ template <typename T> struct scalar_of;
 template <> struct scalar_of<float> { static constexpr ScalarType value = ScalarType::Float; };
 template <> struct scalar_of<double> { static constexpr ScalarType value = ScalarType::Double; };
 #if defined(KD_SHIM_HALF) && !defined(KD_SHIM_CPU)
-template <> struct scalar_of<__half> { static constexpr ScalarType value = ScalarType::Half; };
-template <> struct scalar_of<__nv_bfloat16> { static constexpr ScalarType value = ScalarType::BFloat16; };
+template <> struct scalar_of<Half> { static constexpr ScalarType value = ScalarType::Half; };
+template <> struct scalar_of<BFloat16> { static constexpr ScalarType value = ScalarType::BFloat16; };
 #endif
 template <> struct scalar_of<int32_t> { static constexpr ScalarType value = ScalarType::Int; };
 template <> struct scalar_of<int64_t> { static constexpr ScalarType value = ScalarType::Long; };
