@@ -130,6 +130,10 @@ RED_TEAM: dict[str, tuple[str, V, str | None]] = {
                             V.illegal, "torch-compute"),
     "aten_in_cpp": (good().replace("auto out = torch::empty_like(xc);", "auto out = torch::sigmoid(xc) * w; return out;"),
                     V.illegal, "torch-compute"),
+    # unqualified (found by argument-dependent lookup) and operator ATen calls: no static rule names them, the
+    # shim lacks them so the build goes the full way, and the run-time trace sees them inside the op
+    "aten_by_adl_and_operators": (good().replace("auto out = torch::empty_like(xc);",
+                                                 "auto out = sigmoid(xc) * w; return out;"), V.illegal, "torch-compute"),
     "functional_via_alias": (with_forward("return getattr(torch, 'sigmoid')(x) * self.w"), V.illegal, "dynamic-code"),
     "no_own_kernel": (with_forward("return x.view(4, 8)"), V.illegal, "no-own-kernel"),
     "output_caching": (with_forward("fresh = mod.fwd(x, self.w)\n        if not hasattr(self, 'cache'):\n"

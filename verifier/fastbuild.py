@@ -247,6 +247,7 @@ _ALL_STD_HEADERS = sorted(set(_STD_HEADERS.values()) | {"iomanip", "chrono", "th
                                                         "queue", "stack", "bitset", "complex", "random"})
 _STD_NAME = re.compile(r"\bstd\s*::\s*(\w+)")
 _HALF_NAMES = re.compile(r"half|bfloat16|bf16|float16", re.I)
+_CUDA_HEADERS = re.compile(r'#\s*include\s*[<"](?:c10|ATen)/cuda/')
 
 
 def std_includes(*sources: str, everything: bool = False) -> str:
@@ -259,6 +260,8 @@ def std_includes(*sources: str, everything: bool = False) -> str:
     else:
         headers = sorted({_STD_HEADERS[n] for n in names})
     defines = "#define KD_SHIM_HALF 1\n" if _HALF_NAMES.search(text) else ""
+    if _CUDA_HEADERS.search(text):
+        defines += "#define KD_SHIM_CUDA_EXCEPTION 1\n"
     return defines + "".join(f"#include <{h}>\n" for h in headers)
 
 

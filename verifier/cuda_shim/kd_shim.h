@@ -7,7 +7,9 @@
 #define TORCH_INTERNAL_ASSERT(cond, ...) TORCH_CHECK(cond, ##__VA_ARGS__)
 #define AT_ASSERTM(cond, ...) TORCH_CHECK(cond, ##__VA_ARGS__)
 #define AT_ERROR(...) kd_shim_fail(__FILE__, __LINE__, ::kd_shim::format(__VA_ARGS__).c_str())
-#ifndef KD_SHIM_CPU
+// torch defines these in c10/cuda/CUDAException.h, which torch/extension.h does not include: only a candidate
+// that includes a c10/cuda or ATen/cuda header gets them (KD_SHIM_CUDA_EXCEPTION), here as there.
+#if !defined(KD_SHIM_CPU) && defined(KD_SHIM_CUDA_EXCEPTION)
 #define C10_CUDA_CHECK(expr) \
   do { cudaError_t kd_err_ = (expr); if (kd_err_ != cudaSuccess) kd_shim_fail(__FILE__, __LINE__, cudaGetErrorString(kd_err_)); } while (0)
 #define AT_CUDA_CHECK(expr) C10_CUDA_CHECK(expr)
