@@ -34,6 +34,9 @@ class _JudgeActor:
         candidate = Candidate.model_validate_json(candidate_json)
         return self.judge.verify(problem, candidate).model_dump_json()
 
+    def close(self) -> None:
+        self.judge.close()
+
 
 class RayVerifierPool(VerifierPool):
     """Judges on Ray actors, one per CPU (cpu) or GPU (cuda) unless `verifier.workers` says otherwise."""
@@ -62,6 +65,10 @@ class RayVerifierPool(VerifierPool):
             yield Verdict.model_validate_json(self._pool.get_next_unordered())
 
     def close(self) -> None:
+        try:  # the judges stop their spare sandboxes and remove their homes; then the actors go
+            self._ray.get([actor.close.remote() for actor in self._actors], timeout=30)
+        except Exception:  # a dead actor: its leftovers are removed by the next judge on that machine
+            pass
         for actor in self._actors:
             self._ray.kill(actor)
         self._actors = []
