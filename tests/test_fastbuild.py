@@ -166,3 +166,68 @@ def test_a_compile_error_is_stored_so_each_source_pays_once(tmp_path, builder):
     with pytest.raises(BuildError) as info:
         again.load_inline("broken_twice", broken, functions=["twice"])
     assert "nowhere" in info.value.log and again.stats.builds == 0 and again.stats.cache_hits == 1
+
+
+ACCESSOR_SOURCE = r"""
+#include <torch/extension.h>
+torch::Tensor affine(torch::Tensor x, c10::optional<torch::Tensor> bias, std::optional<double> scale) {
+  TORCH_CHECK(x.dim() == 2, "x must be 2-d");
+  auto out = torch::empty_like(x);
+  auto in = x.accessor<float, 2>();
+  auto o = out.packed_accessor64<float, 2, torch::RestrictPtrTraits>();
+  const double s = scale.has_value() ? scale.value() : 1.0;
+  for (int64_t i = 0; i < in.size(0); ++i)
+    for (int64_t j = 0; j < in.size(1); ++j)
+      o[i][j] = in[i][j] * s + (bias.has_value() ? bias->accessor<float, 1>()[j] : 0.0f);
+  return out;
+}
+"""
+
+
+def test_accessors_and_optional_arguments_build_on_the_shim(builder):
+    """Packed and host accessors index through strides (a transposed view), optional arguments take None."""
+    module = builder.load_inline("affine", ACCESSOR_SOURCE, functions=["affine"])
+    assert builder.stats.fallbacks == 0
+    assert "Tensor? _1, float? _2" in str(module.affine.default._schema)
+    x, bias = torch.randn(4, 3).t(), torch.randn(4)
+    assert torch.allclose(module.affine(x, bias, 2.0), x * 2 + bias)
+    assert torch.equal(module.affine(x, None, None), x)
+    with pytest.raises(RuntimeError, match="TensorAccessor expected 1 dims but tensor has 2"):
+        module.affine(x, torch.randn(4, 1), None)
+
+
+def test_an_accessor_of_a_temporary_is_the_candidates_compile_error_as_in_torch(builder):
+    """torch deletes accessors of rvalue tensors (they would dangle); so does the shim."""
+    source = ACCESSOR_SOURCE.replace("auto in = x.accessor<float, 2>();", "auto in = x.contiguous().accessor<float, 2>();")
+    with pytest.raises(BuildError) as info:
+        builder.load_inline("affine_dangling", source, functions=["affine"])
+    assert "candidate.cpp:6" in info.value.log
+
+
+@needs_nvcc
+def test_packed_accessors_in_a_kernel_and_c10_half_conversions_build_on_the_shim(builder):
+    cuda = r"""
+#include <torch/extension.h>
+#include <cuda_fp16.h>
+__global__ void add_one(torch::PackedTensorAccessor32<at::Half, 2, torch::RestrictPtrTraits> x) {
+  __half h = x[blockIdx.x][threadIdx.x];  // c10::Half converts to __half implicitly
+  x[blockIdx.x][threadIdx.x] = __hadd(h, __float2half(1.0f));
+}
+torch::Tensor launch(torch::Tensor x) {
+  if (x.is_cuda()) add_one<<<x.size(0), x.size(1)>>>(x.packed_accessor32<at::Half, 2, torch::RestrictPtrTraits>());
+  return x.packed_accessor32<at::Half, 2, torch::RestrictPtrTraits>().size(1) == x.size(1) ? x : x.t();
+}
+"""
+    fallbacks = builder.stats.fallbacks
+    module = builder.load_inline("packed_half", "torch::Tensor launch(torch::Tensor x);", cuda_sources=cuda,
+                                 functions=["launch"])
+    x = torch.zeros(2, 3, dtype=torch.half)
+    assert module.launch(x) is not None and builder.stats.fallbacks == fallbacks
+    # c10::BFloat16 converts to __nv_bfloat16 only explicitly: the candidate's error, final on the fast path.
+    broken = cuda.replace("at::Half", "at::BFloat16").replace("__half h", "__nv_bfloat16 h").replace(
+        "__hadd(h, __float2half(1.0f))", "__float2bfloat16(__bfloat162float(x[0][0]))").replace(
+        "#include <cuda_fp16.h>", "#include <cuda_bf16.h>")
+    with pytest.raises(BuildError):
+        builder.load_inline("packed_bf16", "torch::Tensor launch(torch::Tensor x);", cuda_sources=broken,
+                            functions=["launch"])
+    assert builder.stats.fallbacks == fallbacks

@@ -129,6 +129,14 @@ _ERROR_LINE = re.compile(
 _SHIM_GAP = re.compile(r"kd_shim|kd_user::(torch|at|c10)\b|namespace \"(torch|at|c10)[:\"]|"
                        r"[\"‘'](AT|C10|TORCH|THC)_\w+[\"’'] (is undefined|was not declared)|"
                        r"[‘'](torch|at|c10)[’'] has not been declared")
+# kd_shim's Half and BFloat16 have exactly c10's conversions to and from the CUDA types (implicit both ways for
+# Half; from __nv_bfloat16 only for BFloat16), so a conversion error between them is the candidate's, as in torch.
+# The CUDA error macros are defined by kd_shim exactly when torch would have them (a c10/cuda or ATen/cuda
+# include), so their absence is the candidate's own mistake too.
+_MIRRORED_MACRO = re.compile(r"identifier \"(?:C10_CUDA_CHECK|C10_CUDA_KERNEL_LAUNCH_CHECK|AT_CUDA_CHECK)\" is undefined|"
+                             r"[‘'](?:C10_CUDA_CHECK|C10_CUDA_KERNEL_LAUNCH_CHECK|AT_CUDA_CHECK)[’'] was not declared in this scope")
+_MIRRORED_CONVERSION = re.compile(r"no suitable (?:user-defined )?conversion from \"kd_shim::(?:Half|BFloat16)\" to "
+                                  r"\"(?:__half|__nv_bfloat16|const __half|const __nv_bfloat16)\" exists")
 
 
 def _lean_then_all_std(compile_with) -> None:
@@ -159,7 +167,9 @@ def _shim_gap(log: str, user_file: str) -> str | None:
         return f"no compiler error to show (link or tool failure): {_first_error(log)}"
     for m in errors:
         message = m.group("msg")
-        if os.path.basename(m.group("file")) != user_file or _SHIM_GAP.search(message):
+        if os.path.basename(m.group("file")) != user_file or (
+                _SHIM_GAP.search(message) and not _MIRRORED_CONVERSION.fullmatch(message.strip())
+                and not _MIRRORED_MACRO.fullmatch(message.strip())):
             return f"{os.path.basename(m.group('file'))}: {message.strip()[:200]}"
         beyond = [name for name in _missing_names(message) if name in _torch_names() and name not in _shim_names()]
         if beyond:
@@ -247,6 +257,7 @@ _ALL_STD_HEADERS = sorted(set(_STD_HEADERS.values()) | {"iomanip", "chrono", "th
                                                         "queue", "stack", "bitset", "complex", "random"})
 _STD_NAME = re.compile(r"\bstd\s*::\s*(\w+)")
 _HALF_NAMES = re.compile(r"half|bfloat16|bf16|float16", re.I)
+_OPTIONAL_NAMES = re.compile(r"\b(?:optional|nullopt|make_optional)\b")
 _CUDA_HEADERS = re.compile(r'#\s*include\s*[<"](?:c10|ATen)/cuda/')
 
 
@@ -260,6 +271,8 @@ def std_includes(*sources: str, everything: bool = False) -> str:
     else:
         headers = sorted({_STD_HEADERS[n] for n in names})
     defines = "#define KD_SHIM_HALF 1\n" if _HALF_NAMES.search(text) else ""
+    if _OPTIONAL_NAMES.search(text):
+        defines += "#define KD_SHIM_OPTIONAL 1\n"
     if _CUDA_HEADERS.search(text):
         defines += "#define KD_SHIM_CUDA_EXCEPTION 1\n"
     return defines + "".join(f"#include <{h}>\n" for h in headers)
@@ -591,7 +604,9 @@ class FastInlineBuilder:
         real ATen plus the kd_abi op registration, compiled once per signature with torch's headers, shared
         by all workers and candidates."""
         if f"bridge-{kind}" not in self._pch_dirs:
-            sources = [(SHIM_DIR / f).read_text() for f in ("kd_bridge.cpp", "kd_abi.h", "kd_shim_core.h")]
+            # Every shim file: candidates' builds are keyed by the bridge's directory, so a change to the
+            # headers they compile against must give a new one.
+            sources = [path.read_text() for path in sorted(SHIM_DIR.iterdir()) if path.is_file()]
             sig = _signature(kind, self.compiler, self._compiler_version(), torch.__version__, *_BASE_FLAGS,
                              *_torch_flags(), *(_cuda_flags() if kind == "cuda" else []), *sources)
             self._pch_dirs[f"bridge-{kind}"] = self._built_once(

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 extern "C" {
-enum kd_tag { KD_TENSOR = 1, KD_INT = 2, KD_DOUBLE = 3, KD_BOOL = 4, KD_INTS = 5, KD_DOUBLES = 6, KD_TENSORS = 7 };
+enum kd_tag { KD_TENSOR = 1, KD_INT = 2, KD_DOUBLE = 3, KD_BOOL = 4, KD_INTS = 5, KD_DOUBLES = 6, KD_TENSORS = 7, KD_NONE = 8 };
 
 struct kd_value {
   int tag;

@@ -63,6 +63,18 @@ template <> struct arg<std::vector<kd_shim::Tensor>> {
   }
 };
 
+template <typename T> struct arg_schema { static std::string text() { return arg<T>::schema; } };
+#ifdef KD_SHIM_OPTIONAL
+template <typename T> struct arg_schema<std::optional<T>> { static std::string text() { return arg_schema<T>::text() + "?"; } };
+// Optional arguments ("Tensor?", "int?", "float?"): None arrives as KD_NONE.
+template <typename T> struct arg<std::optional<T>> {
+  static std::optional<T> in(const kd_value& v) {
+    if (v.tag == KD_NONE) return std::nullopt;
+    return arg<T>::in(v);
+  }
+};
+#endif
+
 inline void push(void* results, const kd_shim::Tensor& t) { kd_value v{}; v.tag = KD_TENSOR; v.t = t.h; kd_push_result(results, &v); }
 inline void push(void* results, bool b) { kd_value v{}; v.tag = KD_BOOL; v.i = b; kd_push_result(results, &v); }
 template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
@@ -112,7 +124,7 @@ struct entry<F> {
   static std::string schema(const char* name) {
     std::string s = std::string(name) + "(";
     int k = 0;
-    ((s += std::string(k ? ", " : "") + arg<base_t<A>>::schema + " _" + std::to_string(k), ++k), ...);
+    ((s += std::string(k ? ", " : "") + arg_schema<base_t<A>>::text() + " _" + std::to_string(k), ++k), ...);
     return s + ") -> " + ret<base_t<R>>::schema();
   }
   template <size_t... I> static void call(const kd_value* args, void* results, std::index_sequence<I...>) {

@@ -34,6 +34,8 @@ int64_t kd_shim_numel(void* h) { return kd_t(h).numel(); }
 int64_t kd_shim_dim(void* h) { return kd_t(h).dim(); }
 int64_t kd_shim_size(void* h, int64_t d) { return kd_t(h).size(d); }
 int64_t kd_shim_stride(void* h, int64_t d) { return kd_t(h).stride(d); }
+const int64_t* kd_shim_sizes_data(void* h) { return kd_t(h).sizes().data(); }
+const int64_t* kd_shim_strides_data(void* h) { return kd_t(h).strides().data(); }
 void* kd_shim_data(void* h) { return kd_t(h).data_ptr(); }
 int kd_shim_scalar_type(void* h) { return static_cast<int>(kd_t(h).scalar_type()); }
 int kd_shim_device_type(void* h) { return kd_t(h).is_cuda() ? 1 : 0; }
@@ -122,7 +124,8 @@ struct KdKernel final : c10::OperatorKernel {
     for (size_t k = 0; k < n; ++k) {
       const c10::IValue& v = in[k];
       kd_value& a = args[k];
-      if (v.isTensor()) { tensors.push_back(v.toTensor()); a.tag = KD_TENSOR; a.t = &tensors.back(); }
+      if (v.isNone()) { a.tag = KD_NONE; }
+      else if (v.isTensor()) { tensors.push_back(v.toTensor()); a.tag = KD_TENSOR; a.t = &tensors.back(); }
       else if (v.isBool()) { a.tag = KD_BOOL; a.i = v.toBool(); }
       else if (v.isInt()) { a.tag = KD_INT; a.i = v.toInt(); }
       else if (v.isDouble()) { a.tag = KD_DOUBLE; a.d = v.toDouble(); }

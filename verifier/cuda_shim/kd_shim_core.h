@@ -24,6 +24,14 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #endif
+#ifdef KD_SHIM_OPTIONAL
+#include <optional>
+#endif
+#ifdef __CUDACC__
+#define KD_HD __host__ __device__
+#else
+#define KD_HD
+#endif
 
 namespace kd_shim {
 
@@ -40,11 +48,6 @@ constexpr ScalarType kByte = ScalarType::Byte, kUInt8 = ScalarType::Byte, kChar 
                      kFloat64 = ScalarType::Double, kBool = ScalarType::Bool, kBFloat16 = ScalarType::BFloat16;
 
 #if defined(KD_SHIM_HALF) && !defined(KD_SHIM_CPU)
-#ifdef __CUDACC__
-#define KD_HD __host__ __device__
-#else
-#define KD_HD
-#endif
 // Like c10::Half and c10::BFloat16, not the raw CUDA types: 2-byte structs that convert to and from float
 // implicitly (also under -D__CUDA_NO_HALF_CONVERSIONS__, as torch's do), and are not __half themselves,
 // so code compiles here exactly when it compiles against torch.
@@ -53,12 +56,20 @@ struct alignas(2) Half {
   Half() = default;
   KD_HD Half(float v) { __half h = __float2half(v); x = *reinterpret_cast<unsigned short*>(&h); }
   KD_HD operator float() const { return __half2float(*reinterpret_cast<const __half*>(&x)); }
+#ifdef __CUDACC__
+  KD_HD Half(const __half& v) { x = *reinterpret_cast<const unsigned short*>(&v); }
+  KD_HD operator __half() const { return *reinterpret_cast<const __half*>(&x); }
+#endif
 };
 struct alignas(2) BFloat16 {
   unsigned short x;
   BFloat16() = default;
   KD_HD BFloat16(float v) { __nv_bfloat16 h = __float2bfloat16(v); x = *reinterpret_cast<unsigned short*>(&h); }
   KD_HD operator float() const { return __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(&x)); }
+#ifdef __CUDACC__
+  KD_HD BFloat16(const __nv_bfloat16& v) { x = *reinterpret_cast<const unsigned short*>(&v); }
+  explicit KD_HD operator __nv_bfloat16() const { return *reinterpret_cast<const __nv_bfloat16*>(&x); }
+#endif
 };
 #endif
 
@@ -121,6 +132,101 @@ struct IntList {
 };
 using IntArrayRef = IntList;
 
+#ifdef KD_SHIM_OPTIONAL
+// c10::optional is std::optional in the torch versions we support.
+template <typename T> using optional = std::optional<T>;
+using std::nullopt;
+using std::make_optional;
+#endif
+
+// Element accessors, as ATen's TensorAccessor.h: a view of sizes and strides (host accessor: the tensor's own
+// arrays) and the packed form that copies them into the object so that it can be passed to a kernel by value.
+template <typename T> struct DefaultPtrTraits { typedef T* PtrType; };
+template <typename T> struct RestrictPtrTraits { typedef T* __restrict__ PtrType; };
+
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class TensorAccessorBase {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  KD_HD TensorAccessorBase(PtrType data, const index_t* sizes, const index_t* strides)
+      : data_(data), sizes_(sizes), strides_(strides) {}
+  KD_HD index_t stride(index_t i) const { return strides_[i]; }
+  KD_HD index_t size(index_t i) const { return sizes_[i]; }
+  KD_HD PtrType data() { return data_; }
+  KD_HD const PtrType data() const { return data_; }
+ protected:
+  PtrType data_;
+  const index_t* sizes_;
+  const index_t* strides_;
+};
+
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class TensorAccessor : public TensorAccessorBase<T, N, PtrTraits, index_t> {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  KD_HD TensorAccessor(PtrType data, const index_t* sizes, const index_t* strides)
+      : TensorAccessorBase<T, N, PtrTraits, index_t>(data, sizes, strides) {}
+  KD_HD TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+  }
+  KD_HD const TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+  }
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+class TensorAccessor<T, 1, PtrTraits, index_t> : public TensorAccessorBase<T, 1, PtrTraits, index_t> {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  KD_HD TensorAccessor(PtrType data, const index_t* sizes, const index_t* strides)
+      : TensorAccessorBase<T, 1, PtrTraits, index_t>(data, sizes, strides) {}
+  KD_HD T& operator[](index_t i) { return this->data_[this->strides_[0] * i]; }
+  KD_HD const T& operator[](index_t i) const { return this->data_[this->strides_[0] * i]; }
+};
+
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class GenericPackedTensorAccessorBase {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  KD_HD GenericPackedTensorAccessorBase(PtrType data, const int64_t* sizes, const int64_t* strides) : data_(data) {
+    for (size_t i = 0; i < N; ++i) { sizes_[i] = static_cast<index_t>(sizes[i]); strides_[i] = static_cast<index_t>(strides[i]); }
+  }
+  KD_HD index_t stride(index_t i) const { return strides_[i]; }
+  KD_HD index_t size(index_t i) const { return sizes_[i]; }
+  KD_HD PtrType data() { return data_; }
+  KD_HD const PtrType data() const { return data_; }
+ protected:
+  PtrType data_;
+  index_t sizes_[N];
+  index_t strides_[N];
+};
+
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+class GenericPackedTensorAccessor : public GenericPackedTensorAccessorBase<T, N, PtrTraits, index_t> {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  KD_HD GenericPackedTensorAccessor(PtrType data, const int64_t* sizes, const int64_t* strides)
+      : GenericPackedTensorAccessorBase<T, N, PtrTraits, index_t>(data, sizes, strides) {}
+  KD_HD TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+  }
+  KD_HD const TensorAccessor<T, N - 1, PtrTraits, index_t> operator[](index_t i) const {
+    return TensorAccessor<T, N - 1, PtrTraits, index_t>(this->data_ + this->strides_[0] * i, this->sizes_ + 1, this->strides_ + 1);
+  }
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+class GenericPackedTensorAccessor<T, 1, PtrTraits, index_t> : public GenericPackedTensorAccessorBase<T, 1, PtrTraits, index_t> {
+ public:
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  KD_HD GenericPackedTensorAccessor(PtrType data, const int64_t* sizes, const int64_t* strides)
+      : GenericPackedTensorAccessorBase<T, 1, PtrTraits, index_t>(data, sizes, strides) {}
+  KD_HD T& operator[](index_t i) { return this->data_[this->strides_[0] * i]; }
+  KD_HD const T& operator[](index_t i) const { return this->data_[this->strides_[0] * i]; }
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int32_t>;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor64 = GenericPackedTensorAccessor<T, N, PtrTraits, int64_t>;
+
 class Tensor;
 }  // namespace kd_shim
 
@@ -146,6 +252,8 @@ void* kd_shim_narrow(void* h, int64_t d, int64_t start, int64_t length);
 void* kd_shim_to(void* h, int dtype, int device_type, int device_index);
 void kd_shim_fill(void* h, double value);
 void* kd_shim_stream(int device_index);
+const int64_t* kd_shim_sizes_data(void* h);
+const int64_t* kd_shim_strides_data(void* h);
 void kd_shim_fail(const char* file, int line, const char* message);
 }
 
@@ -214,6 +322,31 @@ class Tensor {
     return static_cast<T*>(kd_shim_data(h));
   }
   template <typename T> T* data() const { return data_ptr<T>(); }
+
+  template <typename T, size_t N> TensorAccessor<T, N> accessor() const& {
+    check_accessor_dim(N);
+    return TensorAccessor<T, N>(data_ptr<T>(), kd_shim_sizes_data(h), kd_shim_strides_data(h));
+  }
+  template <typename T, size_t N> TensorAccessor<T, N> accessor() && = delete;  // as torch: it would dangle
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+  GenericPackedTensorAccessor<T, N, PtrTraits, index_t> generic_packed_accessor() const& {
+    check_accessor_dim(N);
+    return GenericPackedTensorAccessor<T, N, PtrTraits, index_t>(
+        static_cast<typename PtrTraits<T>::PtrType>(data_ptr<T>()), kd_shim_sizes_data(h), kd_shim_strides_data(h));
+  }
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() const& {
+    if (numel() > 2147483647LL) kd_shim_fail(__FILE__, __LINE__, "numel needs to be smaller than int32_t max; otherwise, please use packed_accessor64");
+    return generic_packed_accessor<T, N, PtrTraits, int32_t>();
+  }
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() const& { return generic_packed_accessor<T, N, PtrTraits, int64_t>(); }
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+  GenericPackedTensorAccessor<T, N> generic_packed_accessor() && = delete;
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() && = delete;
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() && = delete;
   template <typename T> T* mutable_data_ptr() const { return data_ptr<T>(); }
   template <typename T> const T* const_data_ptr() const { return data_ptr<T>(); }
 
@@ -240,6 +373,10 @@ class Tensor {
   Tensor& fill_(double v) { kd_shim_fill(h, v); return *this; }
 
  private:
+  void check_accessor_dim(size_t n) const {
+    if (dim() != static_cast<int64_t>(n))
+      kd_shim_fail(__FILE__, __LINE__, ("TensorAccessor expected " + std::to_string(n) + " dims but tensor has " + std::to_string(dim())).c_str());
+  }
   void release() { if (h) { kd_shim_free(h); h = nullptr; } }
 };
 
