@@ -435,6 +435,12 @@ def run_judge(entries: list[CorpusEntry], args, root: Path) -> None:
     print(f"\nfell back to torch's load_inline on the fast path: {len(fast.fallbacks)}")
     for n, reasons in sorted(fast.fallbacks.items()):
         print(f"  {n}: {reasons[0][:200]}")
+    if args.json:  # per candidate, so runs over parts of the corpus can be combined
+        Path(args.json).write_text(json.dumps({path: {
+            "wall": run.wall, "requested": sorted(run.requested), "fallbacks": run.fallbacks,
+            "verdicts": {n: {"category": run.verdicts[e.candidate.id].category.value,
+                             "latency": run.verdicts[e.candidate.id].compile_seconds + run.verdicts[e.candidate.id].run_seconds}
+                         for n, e in by_name.items()}} for path, run in runs.items()}, indent=1))
     off = [n for n, e in by_name.items() if slow.verdicts[e.candidate.id].category.value != e.expected]
     if off:
         print(f"\ncorpus labels the baseline disagrees with (EXPECTED vs load_inline's verdict): {len(off)}")
@@ -475,6 +481,8 @@ def main() -> None:
     parser.add_argument("--isolation", choices=["namespaces", "none"], default="namespaces")
     parser.add_argument("--verbose", action="store_true", help="a line per candidate and path as it finishes")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--json", default=None, help="judge mode: also write every candidate's verdict and latency "
+                        "per path to this file")
     args = parser.parse_args()
     args.build_only = args.build_only or args.shim_only
     if args.cuda_arch is None:

@@ -11,6 +11,12 @@ baseline measured in the same run, and whether every verdict category agrees.
     python benchmarks/verify_throughput.py --backend cuda --n 32
     python benchmarks/verify_throughput.py --backend cpu --n 8 --isolation-cost   # namespaces vs none
 
+`--hang K` measures what hanging kernels cost everyone else: the same N candidates judged warm alone, then
+with K candidates whose kernel never ends added to the batch; it prints the batch's wall time and the median
+verdict latency of the N shared candidates in both, and their ratio (target: within 1.2x).
+
+    python benchmarks/verify_throughput.py --backend cuda --n 48 --hang 2
+
 `--isolation-cost` prices the sandbox's walls: the same candidates judged with `verifier.isolation: none`
 (a plain process) and `namespaces` (verifier/jail.py), fast path, warm caches, plus the time to start one
 sandbox and have it confined and answering, measured directly over 20 starts.
@@ -26,14 +32,14 @@ import time
 from pathlib import Path
 
 from schemas.config import VerifierConfig
-from verifier.examples import example_set
+from verifier.examples import example_set, hanging_candidates
 from verifier.pool import LocalVerifierPool
 
 
 def run(pairs, backend: str, fast: bool, cache: Path, workers: int, compile_workers: int, spares: int,
-        isolation: str = "namespaces") -> dict:
+        isolation: str = "namespaces", run_timeout_s: float = 60) -> dict:
     config = VerifierConfig(backend=backend, fast_build=fast, use_cache=False, workers=workers,
-                            compile_workers=compile_workers, compile_timeout_s=600, run_timeout_s=60,
+                            compile_workers=compile_workers, compile_timeout_s=600, run_timeout_s=run_timeout_s,
                             compare_torch_compile=False, trials=5, spare_sandboxes=spares, isolation=isolation)
     start = time.perf_counter()
     with LocalVerifierPool(config, cache) as pool:
@@ -83,6 +89,33 @@ def isolation_cost(pairs, args, root: Path) -> None:
           f"per sandbox (a verdict uses one, plus one build sandbox when it compiles)")
 
 
+def hang_cost(pairs, args, root: Path) -> None:
+    """The same candidates alone and beside hanging ones; run_timeout_s as in the default config (20 s): the
+    adaptive limit, not the ceiling, must be what stops a hang."""
+    cache = root / "hang"
+    hanging = hanging_candidates(args.hang, args.backend)
+    run(pairs + hanging, args.backend, True, cache, args.workers, args.compile_workers, args.spares,
+        run_timeout_s=VerifierConfig().run_timeout_s)  # warm: headers, bridge, every candidate's build
+    print(f"{'batch':<34}{'wall s':>9}{'median latency s':>18}{'p90 latency s':>15}{'hang verdict s':>16}"
+          f"{'x alone':>9}{'same verdicts':>15}", flush=True)
+    alone = None
+    for label, batch in ((f"{len(pairs)} candidates", pairs),
+                         (f"{len(pairs)} + {len(hanging)} hanging", pairs + hanging)):
+        r = run(batch, args.backend, True, cache, args.workers, args.compile_workers, args.spares,
+                run_timeout_s=VerifierConfig().run_timeout_s)
+        shared = [r["verdicts"][c.id] for _, c in pairs]
+        latencies = sorted(v.compile_seconds + v.run_seconds for v in shared)
+        median, p90 = statistics.median(latencies), latencies[int(0.9 * (len(latencies) - 1))]
+        hung = [r["verdicts"][c.id] for _, c in hanging if c.id in r["verdicts"]] if batch is not pairs else []
+        hang_s = max((v.compile_seconds + v.run_seconds for v in hung), default=0.0)
+        alone = alone or (median, {c.id: r["categories"][c.id] for _, c in pairs})
+        same = "yes" if {c.id: r["categories"][c.id] for _, c in pairs} == alone[1] else "NO"
+        print(f"{label:<34}{r['wall']:>9.1f}{median:>18.2f}{p90:>15.2f}{(f'{hang_s:.2f}' if hung else '-'):>16}"
+              f"{median / alone[0]:>9.2f}{same:>15}", flush=True)
+        if hung:
+            print("hanging candidates' verdicts: " + ", ".join(f"{v.category.value} ({v.detail[:60]})" for v in hung))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
@@ -94,15 +127,17 @@ def main() -> None:
                         help="sandboxes started ahead (verifier.spare_sandboxes)")
     parser.add_argument("--skip-baseline", action="store_true", help="only the fast path (no ratio)")
     parser.add_argument("--isolation-cost", action="store_true", help="namespaces against no isolation instead")
+    parser.add_argument("--hang", type=int, default=0, help="instead: the batch alone and with this many hanging "
+                        "candidates added")
     args = parser.parse_args()
 
     pairs = example_set(args.n, args.backend)
     root = Path(tempfile.mkdtemp(prefix="kd-bench-"))
     print(f"verify_throughput: backend={args.backend} candidates={len(pairs)} in_flight={args.compile_workers or 'default'}"
           f" spares={args.spares}", flush=True)
-    if args.isolation_cost:
+    if args.isolation_cost or args.hang:
         try:
-            isolation_cost(pairs, args, root)
+            (hang_cost if args.hang else isolation_cost)(pairs, args, root)
         finally:
             shutil.rmtree(root, ignore_errors=True)
         return

@@ -145,6 +145,21 @@ def example_candidate(problem: Problem, backend: str, body: str | None = None, t
                      backend=backend, origin=f"example:{tag}")
 
 
+# An element that never finishes (volatile: the loop cannot be optimised away): a kernel that hangs.
+HANG_BODY = "[&] { volatile int spin = 1; while (spin) {} return v; }()"
+
+
+def hanging_candidates(n: int, backend: str) -> list[tuple[Problem, Candidate]]:
+    """n distinct candidates whose kernel never ends (the verdict is a timeout)."""
+    names = list(OPS)
+    pairs = []
+    for i in range(n):
+        problem = example_problem(names[i % len(names)], backend)
+        body = HANG_BODY.replace("return v;", f"return v + {i}.0f * 0.f;")
+        pairs.append((problem, example_candidate(problem, backend, body, "hang")))
+    return pairs
+
+
 def example_set(n: int, backend: str) -> list[tuple[Problem, Candidate]]:
     """n distinct candidates over the example problems: mostly correct, every 4th one faulty
     (a compile error, then a wrong result, alternating)."""
