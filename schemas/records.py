@@ -106,6 +106,8 @@ class Verdict(Record):
     # passing kernels: the least time their memory traffic needs (bytes read + written at the device's copy
     # bandwidth) over the time they took; 1.0 = at the bandwidth roofline
     roofline_fraction: float | None = None
+    # host memory high-water mark of the candidate's sandbox (its cgroup's, or its processes' when there is none)
+    peak_memory_bytes: int | None = None
 
     @property
     def passed(self) -> bool:

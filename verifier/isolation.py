@@ -82,6 +82,19 @@ def _alive(tag: str) -> bool:
     return pid.isdigit() and process_start_time(int(pid)) == start
 
 
+_JUDGE_NAME = re.compile(r"\d+-\d+")
+
+
+def remove_dead_judges_directories(root: Path) -> int:
+    """Remove the entries of `root` named after a judge (`<pid>-<start>`) that is gone; how many."""
+    removed = 0
+    for entry in Path(root).iterdir() if Path(root).is_dir() else ():
+        if _JUDGE_NAME.fullmatch(entry.name) and not _alive(entry.name):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 class Cgroups:
     """Memory and process limits for a sandbox's whole process tree: cgroup v2, or v1's memory and pids
     hierarchies. `detect()` is None where neither can be used (then rlimits are the only limits)."""

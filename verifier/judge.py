@@ -16,10 +16,11 @@ import logging
 import math
 import random
 import re
+import shutil
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,9 @@ from schemas.records import Candidate, Problem, Verdict, VerdictCategory
 from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, LocalRunner, compiler_errors
 from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
+from verifier.isolation import remove_dead_judges_directories
 from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStartError
+from verifier.stash import TensorStash, digest, private_directory
 from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
 
@@ -42,6 +45,7 @@ SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured bef
 MIN_TIMING_WINDOW_S = 0.02  # timed calls together last at least this long, so the judge's clock resolves them
 MAX_TIMING_RUNS = 100  # (each timed call also costs the harness ~0.2 ms off the clock: inputs refilled, output copied)
 TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (more calls than fit reuse sets in turn)
+TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
 HANG_FACTOR = 50.0  # a candidate's call may take this many times the reference's before it counts as hung
@@ -141,20 +145,31 @@ class _Outcome:
     compile_seconds: float = 0.0
     timing: dict[str, float] = field(default_factory=dict)
     roofline: float | None = None
+    peak_memory: int | None = None
 
 
 @dataclass
 class _Trial:
     seed: int
-    host_inputs: list[Any]  # tensors in host memory (what the data plane writes), other values as they are
-    expected: list[torch.Tensor]  # on the judge's device (cuda: the GPU), where the comparison runs
+    entry: int  # in the reference's stash: [*inputs (host memory), *expected (on the judge's device)]
+    n_inputs: int
+    expected_digest: str  # of the expected outputs: tells trials apart without loading them
+    input_bytes: int
+    expected_bytes: int
 
 
 @dataclass
 class _Reference:
     init_inputs: list[Any]
     trials: list[_Trial]
+    stash: TensorStash  # one entry per trial, in memory while small, on the judge's disk otherwise
+    device: str  # where expected outputs are compared
     seconds: float = 0.0  # the slowest reference trial by the judge's clock (inputs, forward, outputs)
+
+    def load(self, trial: _Trial) -> tuple[list[Any], list[torch.Tensor]]:
+        """One trial's inputs (host) and expected outputs (on the comparison device)."""
+        values = self.stash.get(trial.entry)
+        return values[:trial.n_inputs], [t.to(self.device) for t in values[trial.n_inputs:]]
 
 
 @dataclass
@@ -163,10 +178,14 @@ class _Baseline:
     overhead: float  # the timing harness's own cost per call (judge's clock minus the reported total)
     window: float  # the judge's clock around all timed calls
     runs: int  # timed calls: at least verifier.timing_runs, more when calls are short (candidates get as many)
-    sets: list[list[Any]] = field(default_factory=list)  # each timed call's inputs (host copies), in turn
-    checked: dict[int, list[torch.Tensor]] = field(default_factory=dict)  # timed call -> expected outputs
+    stash: TensorStash  # the timed calls' input sets (entries 0..sets-1), then the checked calls' expected outputs
+    sets: int = 0  # timed call i gets input set i % sets
+    checked: dict[int, int] = field(default_factory=dict)  # timed call -> stash entry of its expected outputs
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
+
+    def inputs_of(self, call: int) -> list[Any]:
+        return self.stash.get(call % self.sets)
 
 
 @dataclass
@@ -174,7 +193,13 @@ class _Window:
     claimed: float  # the sandbox's median per call
     total: float  # the sandbox's sum over the timed calls
     window: float  # the judge's clock from `go` to `done`
-    outputs: list[list[torch.Tensor]] = field(default_factory=list)  # of the checked timed calls
+    path: Path | None = None  # where the sandbox wrote the checked timed calls' outputs
+    metas: list[list[Any]] = field(default_factory=list)  # per checked call
+    output_bytes: int = 0
+
+    def output(self, k: int) -> list[torch.Tensor]:
+        """The k-th checked call's outputs, read only now (one call's at a time)."""
+        return read_tensors(self.path, self.metas[k], self.output_bytes + 4096)
 
 
 @dataclass
@@ -205,6 +230,13 @@ class Judge:
         self._bandwidth: dict[int, tuple[float, int]] = {}
         self._locks: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
+        # large references' trials and timing inputs, on this judge's disk (no sandbox sees the cache directory)
+        self._stash_root = private_directory(self.cache_dir / "stash", self.sandboxes.isolation.tag)
+        remove_dead_judges_directories(self.cache_dir / "stash")
+        self._stash_ids = itertools.count()
+
+    def _stash(self) -> TensorStash:
+        return TensorStash(self._stash_root / str(next(self._stash_ids)))
 
     @property
     def isolation(self) -> str:
@@ -215,8 +247,15 @@ class Judge:
         return self.sandboxes.spare_pids(device_index)
 
     def close(self) -> None:
-        """Stop the spare sandboxes (each judgement's own sandboxes are always stopped when it ends)."""
+        """Stop the spare sandboxes (each judgement's own sandboxes are always stopped when it ends) and drop
+        what the judge kept of its problems."""
         self.sandboxes.close()
+        for kept in [*self._references.values(), *self._baselines.values()]:
+            if kept is not None:
+                kept.stash.close()
+        self._references.clear()
+        self._baselines.clear()
+        shutil.rmtree(self._stash_root, ignore_errors=True)
 
     def device_name(self, device_index: int) -> str:
         return torch.cuda.get_device_name(device_index) if self.device == "cuda" else "cpu"
@@ -263,6 +302,7 @@ class Judge:
             phases=phases.seconds,
             timing=outcome.timing,
             roofline_fraction=outcome.roofline,
+            peak_memory_bytes=outcome.peak_memory,
         )
 
     # -- static checks: milliseconds, no process --------------------------------------------
@@ -317,7 +357,7 @@ class Judge:
                                  f"{_reference_failure(msg, box)}")
         metas = msg[2]
         try:
-            values = read_tensors(box.home.io_out / "trial.bin", [*metas["inputs"], *metas["expected"]],
+            values = _consume(box.home.io_out / "trial.bin", [*metas["inputs"], *metas["expected"]],
                                   self.config.memory_limit_mb << 20)
         except (TamperedData, KeyError, TypeError, OSError) as exc:
             raise ReferenceError(f"problem {problem.name or problem.id}: unreadable reference output ({exc})") from exc
@@ -325,20 +365,29 @@ class Judge:
         return values[:n], values[n:]
 
     def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
+        """The reference's trials, one at a time: each trial's tensors go to the stash (kept in memory while
+        small, on disk otherwise) before the next is made."""
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
         box, init_inputs = self._reference_box(problem, device_index)
         slowest = 0.0
+        stash = self._stash()
         try:
             trials = []
             for index in range(self.config.trials):
                 start = time.perf_counter()
                 inputs, expected = self._reference_trial(box, problem, index)
                 slowest = max(slowest, time.perf_counter() - start)
-                trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), inputs,
-                                     [t.to(device) for t in expected]))
+                trial = _Trial(trial_seed(problem.id, index, self.base_seed), 0, len(inputs), digest(expected),
+                               nbytes_of(inputs), nbytes_of(expected))
+                trial.entry = stash.append([*inputs, *(t.to(device) for t in expected)])
+                trials.append(trial)
+                del inputs, expected
+        except BaseException:
+            stash.close()
+            raise
         finally:
             box.close()
-        return _Reference(init_inputs, trials, slowest)
+        return _Reference(init_inputs, trials, stash, device, slowest)
 
     def _trial_limit(self, reference_seconds: float) -> float:
         """How long a candidate's trial may run: HANG_FACTOR times the reference's own, at least HANG_FLOOR_S,
@@ -366,24 +415,20 @@ class Judge:
     def _timing_seeds(self, problem: Problem, count: int) -> list[int]:
         return [trial_seed(problem.id, TIMING_SEED_OFFSET + j, self.base_seed) for j in range(count)]
 
-    def _reference_sets(self, box: Sandbox, problem: Problem, count: int) -> list[list[Any]]:
-        """`count` input sets, one per timed call, made by the reference's get_inputs under the judge's seeds
-        (they stay in the reference's sandbox too); host copies."""
-        box.send(("timing_sets", self._timing_seeds(problem, count)))
-        msg = box.receive(self.config.run_timeout_s * max(1, count // 100))
-        if msg is None or msg[0] != "sets" or len(msg) != 3 or not isinstance(msg[1], list) \
-                or not isinstance(msg[2], list) or sum(c for c in msg[2] if type(c) is int) != len(msg[1]):
-            raise ReferenceError(f"problem {problem.name or problem.id}: making the timing inputs failed: "
-                                 f"{_reference_failure(msg, box)}")
-        try:
-            flat = read_tensors(box.home.io_out / "sets.bin", msg[1], self.config.memory_limit_mb << 20)
-        except (TamperedData, OSError) as exc:
-            raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc})") from exc
-        sets, start = [], 0
-        for n in msg[2]:
-            sets.append(flat[start:start + n])
-            start += n
-        return sets
+    def _reference_sets(self, box: Sandbox, problem: Problem, first: int, count: int, stash: TensorStash) -> None:
+        """Input sets first..count-1 (timed call i gets set i), made by the reference's get_inputs under the
+        judge's seeds, one at a time, appended to `stash` (where sets 0..first-1 already are)."""
+        for seed in self._timing_seeds(problem, count)[first:]:
+            box.send(("timing_set", seed))
+            msg = box.receive(self.config.run_timeout_s)
+            if msg is None or msg[0] != "set" or len(msg) != 2 or not isinstance(msg[1], list):
+                raise ReferenceError(f"problem {problem.name or problem.id}: making the timing inputs failed: "
+                                     f"{_reference_failure(msg, box)}")
+            try:
+                stash.append(_consume(box.home.io_out / "set.bin", msg[1], self.config.memory_limit_mb << 20))
+            except (TamperedData, OSError) as exc:
+                raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc})") \
+                    from exc
 
     def _time_reference(self, problem: Problem, device_index: int, eager: _Baseline | None) -> _Baseline:
         """Time the reference in its sandbox; `eager` given: under torch.compile, on the eager baseline's
@@ -391,39 +436,57 @@ class Judge:
         cfg = self.config
         compiled = eager is not None
         box, _ = self._reference_box(problem, device_index, processes=compiled)  # inductor starts compilers
+        stash = eager.stash if compiled else self._stash()
         try:
             warm_inputs, expected = self._reference_trial(box, problem, 0)  # trial 0: the warm-up's inputs
             per_set = max(1, nbytes_of([x for x in warm_inputs if isinstance(x, torch.Tensor)]))
+            output_bytes = nbytes_of(expected)
+            del warm_inputs, expected
             most_sets = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // per_set))
-            runs = eager.runs if compiled else min(cfg.timing_runs, most_sets)
+            # a sandbox keeps every timed call's output until the judge names those it checks
+            most_runs = max(2, min(MAX_TIMING_RUNS, TIMING_OUTPUT_BYTES // max(1, output_bytes)))
+            runs = eager.runs if compiled else min(cfg.timing_runs, most_sets, most_runs)
+            sets = eager.sets if compiled else 0
             for _ in range(2):
-                sets = self._reference_sets(box, problem, min(runs, most_sets))
+                if not compiled and min(runs, most_sets) > sets:
+                    self._reference_sets(box, problem, sets, min(runs, most_sets), stash)
+                    sets = min(runs, most_sets)
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
                 box.send(("time", 0, cfg.timing_warmup, runs, compiled))
-                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), sets, checked,
-                                     nbytes_of(expected))
+                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1),
+                                     lambda call, sets=sets: stash.get(call % sets), checked, output_bytes)
                 if not isinstance(result, _Window):
                     raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed: "
                                          f"{_reference_failure(result, box)}")
-                wanted = min(MAX_TIMING_RUNS, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)))
+                wanted = min(MAX_TIMING_RUNS, most_runs, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)))
                 if compiled or wanted <= runs:
                     break
                 runs = wanted  # short calls: time enough of them for the judge's clock to resolve them
             device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
+            try:
+                checked_entries = {} if compiled else {
+                    i: stash.append([t.to(device) for t in result.output(k)]) for k, i in enumerate(checked)}
+            except (TamperedData, OSError) as exc:
+                raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timed outputs ({exc})") \
+                    from exc
             return _Baseline(result.claimed, max(0.0, (result.window - result.total) / runs), result.window, runs,
-                             sets=sets, checked={i: [t.to(device) for t in outs]
-                                                 for i, outs in zip(checked, result.outputs)},
-                             input_bytes=per_set, output_bytes=nbytes_of(expected))
+                             stash=stash, sets=sets, checked=checked_entries, input_bytes=per_set,
+                             output_bytes=output_bytes)
+        except BaseException:
+            if not compiled:
+                stash.close()
+            raise
         finally:
             box.close()
 
     def _timing_budget(self, runs: int | None = None) -> float:
         return self.config.run_timeout_s * ((runs or self.config.timing_runs) + self.config.timing_warmup)
 
-    def _timed(self, box: Sandbox, budget: float, sets: list[list[Any]], checked: list[int], output_bytes: int):
+    def _timed(self, box: Sandbox, budget: float, inputs_of: Callable[[int], list[Any]], checked: list[int],
+               output_bytes: int):
         """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls — each asking
-        for its inputs just before it runs (set i of `sets`, in turn), so none exists in the sandbox ahead of
-        time — `done` (the clock stops), the report, then the outputs of the `checked` timed calls. A
+        for its inputs (`inputs_of(call)`) just before it runs, so none exists in the sandbox ahead of time —
+        `done` (the clock stops), the report, then where the outputs of the `checked` timed calls are. A
         `_Window`, or the message that came instead (None on timeout)."""
         msg = box.receive(budget)
         if msg != ("warm",):
@@ -439,7 +502,7 @@ class Judge:
                 break
             if msg is None or msg[0] != "next" or len(msg) != 2 or type(msg[1]) is not int or msg[1] < 0:
                 return msg
-            box.send(("set", msg[1], write_tensors(path, sets[msg[1] % len(sets)])))
+            box.send(("set", msg[1], write_tensors(path, inputs_of(msg[1]))))
         msg = box.receive(budget)
         if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict):
             return msg
@@ -449,17 +512,14 @@ class Judge:
         box.send(("outputs", checked))
         msg = box.receive(budget)
         if msg is None or msg[0] != "timed_outputs" or len(msg) != 3 or not isinstance(msg[2], list) \
-                or len(msg[2]) != len(checked) or not all(type(c) is int and c >= 0 for c in msg[2]):
+                or len(msg[2]) != len(checked) or not all(type(c) is int and c >= 0 for c in msg[2]) \
+                or not isinstance(msg[1], list) or sum(msg[2]) != len(msg[1]):
             return msg
-        try:
-            flat = read_tensors(box.home.io_out / "timed.bin", msg[1], (output_bytes + 4096) * max(1, len(checked)))
-        except (TamperedData, OSError) as exc:
-            return ("garbled", f"timed outputs: {exc}")
-        outputs, start = [], 0
+        metas, start = [], 0
         for n in msg[2]:
-            outputs.append(flat[start:start + n])
+            metas.append(msg[1][start:start + n])
             start += n
-        return _Window(seconds, total, window, outputs)
+        return _Window(seconds, total, window, box.home.io_out / "timed.bin", metas, output_bytes)
 
     # -- sandboxed build and run ----------------------------------------------------------
     def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
@@ -472,7 +532,9 @@ class Judge:
             box.start({"source": candidate.source, "device": self._device_str(device_index),
                        "init_inputs": dumps(reference.init_inputs), "init_seed": INIT_SEED, "num_threads": 1})
             phases.mark("start")
-            return self._drive(box, problem, candidate.source, reference, devices, device_index, phases, loading)
+            outcome = self._drive(box, problem, candidate.source, reference, devices, device_index, phases, loading)
+            outcome.peak_memory = box.peak_memory_bytes()
+            return outcome
         finally:
             box.close()
             if loading.runner is not None:
@@ -487,13 +549,14 @@ class Judge:
             return outcome
         compile_seconds = outcome
         with devices.trials(device_index):
-            outcome = self._trials(box, reference.trials, compile_seconds, self._trial_limit(reference.seconds))
+            outcome = self._trials(box, reference, compile_seconds, self._trial_limit(reference.seconds))
         phases.mark("trials")
         if outcome is not None:
             return outcome
         with devices.timing(device_index):
             phases.mark("wait_for_device")
-            outcome = self._time_candidate(box, problem, reference.trials[0], device_index, compile_seconds)
+            outcome = self._time_candidate(box, problem, reference.load(reference.trials[0])[0], device_index,
+                                           compile_seconds)
         phases.mark("timing")
         return outcome
 
@@ -581,16 +644,19 @@ class Judge:
         box.send(("built", artifact.describe(), str(path)))
         return None
 
-    def _trials(self, box: Sandbox, trials: list[_Trial], compile_seconds: float, limit: float) -> _Outcome | None:
-        """Run the correctness trials (each within `limit` seconds); an outcome if the candidate failed, else None."""
+    def _trials(self, box: Sandbox, reference: _Reference, compile_seconds: float, limit: float) -> _Outcome | None:
+        """Run the correctness trials (each within `limit` seconds), holding one trial's tensors at a time; an
+        outcome if the candidate failed, else None."""
         cfg = self.config
         passed = 0
         first_failure = ""
-        earlier: list[tuple[_Trial, list[torch.Tensor]]] = []  # (trial, candidate outputs) seen so far
+        earlier: list[tuple[str, str]] = []  # (expected, candidate output) digests of the trials so far
         compiled = dict(compiled=True, compile_seconds=compile_seconds)
         inputs_path, outputs_path = box.home.io_in / "inputs.bin", box.home.io_out / "outputs.bin"
+        trials = reference.trials
         for index, trial in enumerate(trials):
-            box.send(("trial", index, write_tensors(inputs_path, trial.host_inputs)))
+            host_inputs, expected = reference.load(trial)
+            box.send(("trial", index, write_tensors(inputs_path, host_inputs)))
             msg = box.receive(limit)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
@@ -608,21 +674,28 @@ class Judge:
                     rule, detail = illegal
                     return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {detail}", legal=False, rule=rule,
                                     **compiled)
-                host_inputs = [x for x in trial.host_inputs if isinstance(x, torch.Tensor)]
-                after = read_tensors(outputs_path, result["inputs_after"], nbytes_of(host_inputs))
-                if len(after) != len(host_inputs) or not all(map(same_bytes, host_inputs, after)):
+                tensors = [x for x in host_inputs if isinstance(x, torch.Tensor)]
+                after = read_tensors(outputs_path, result["inputs_after"], nbytes_of(tensors))
+                if len(after) != len(tensors) or not all(map(same_bytes, tensors, after)):
                     return _Outcome(VerdictCategory.illegal, "illegal (input-mutation): forward modified its input "
                                     "tensors in place", legal=False, rule="input-mutation", **compiled)
-                mismatch = layout_mismatch(trial.expected, describe(result["outputs"]))
+                del after, tensors, host_inputs
+                mismatch = layout_mismatch(expected, describe(result["outputs"]))
                 if mismatch is None:
-                    outputs = [o.to(e.device) for o, e in zip(
-                        read_tensors(outputs_path, result["outputs"], nbytes_of(trial.expected)), trial.expected)]
-                    if _replays_earlier_output(trial, outputs, earlier):
+                    host_outputs = _consume(outputs_path, result["outputs"], nbytes_of(expected))
+                    # NaN equals nothing (torch.equal): an output with NaNs replays nothing, it is just wrong
+                    output_digest = None if any(t.is_floating_point() and t.isnan().any() for t in host_outputs) \
+                        else digest(host_outputs)
+                    if output_digest and _replays_earlier_output(trial.expected_digest, output_digest, earlier):
                         return _Outcome(VerdictCategory.illegal, f"illegal (output-caching): trial {index} returned "
                                         "the same output as an earlier trial for different inputs", legal=False,
                                         rule="output-caching", **compiled)
-                    earlier.append((trial, outputs))
-                    mismatch = compare_outputs(trial.expected, outputs, cfg.tolerance)
+                    earlier.append((trial.expected_digest, output_digest))
+                    outputs = [o.to(e.device) for o, e in zip(host_outputs, expected)]
+                    del host_outputs
+                    mismatch = compare_outputs(expected, outputs, cfg.tolerance)
+                    del outputs
+                del expected
             except (TamperedData, OSError) as exc:
                 return _tampered(str(exc), compile_seconds)
             if mismatch is None:
@@ -647,7 +720,7 @@ class Judge:
             return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
         return None
 
-    def _time_candidate(self, box: Sandbox, problem: Problem, trial: _Trial, device_index: int,
+    def _time_candidate(self, box: Sandbox, problem: Problem, warm_inputs: list[Any], device_index: int,
                         compile_seconds: float) -> _Outcome:
         """Candidate and baselines timed the same way, on the same per-call inputs, each under the judge's
         own clock; an implausible or physically impossible time is measured once more. The pass, or why not."""
@@ -656,7 +729,8 @@ class Judge:
         eager = self.baseline(problem, device_index)
         compiled = self.baseline(problem, device_index, compiled=True) \
             if self.device == "cuda" and cfg.compare_torch_compile else None
-        warm_metas = write_tensors(box.home.io_in / "inputs.bin", trial.host_inputs)  # warm-up: trial 0's inputs
+        warm_metas = write_tensors(box.home.io_in / "inputs.bin", warm_inputs)  # warm-up: trial 0's inputs
+        del warm_inputs
         floor, bandwidth = self._physical_floor(device_index, eager)
         believed: list[float] = []
         for _ in range(2):
@@ -665,7 +739,7 @@ class Judge:
             # trials are over is killed as soon as one that hangs at once)
             budget = min(self._timing_budget(eager.runs),
                          self._trial_limit(eager.window + eager.seconds * cfg.timing_warmup) + HANG_FLOOR_S)
-            result = self._timed(box, budget, eager.sets, sorted(eager.checked), eager.output_bytes)
+            result = self._timed(box, budget, eager.inputs_of, sorted(eager.checked), eager.output_bytes)
             if not isinstance(result, _Window):
                 if result is None:
                     return _Outcome(VerdictCategory.timeout, "timing did not finish", **compiled_ok)
@@ -673,10 +747,15 @@ class Judge:
                     return _Outcome(VerdictCategory.runtime_error, box.death_detail(result[1], "while being timed"),
                                     **compiled_ok)
                 return _tampered(str(result)[:120], compile_seconds)
-            for index, outputs in zip(sorted(eager.checked), result.outputs):
-                expected = eager.checked[index]
+            for k, index in enumerate(sorted(eager.checked)):  # one call's outputs at a time
+                expected = eager.stash.get(eager.checked[index])
+                try:
+                    outputs = result.output(k)
+                except (TamperedData, OSError) as exc:
+                    return _tampered(f"timed outputs: {exc}", compile_seconds)
                 mismatch = layout_mismatch(expected, [(tuple(t.shape), t.dtype) for t in outputs]) or \
                     compare_outputs(expected, [t.to(e.device) for t, e in zip(outputs, expected)], cfg.tolerance)
+                del outputs, expected
                 if mismatch is not None:
                     return _Outcome(VerdictCategory.illegal, f"illegal (timing-output): timed call {index} of "
                                     f"{eager.runs} returned a wrong output ({mismatch.message}); a kernel must compute "
@@ -743,15 +822,18 @@ def _reference_failure(msg, box: Sandbox) -> str:
     return f"unexpected reply {str(msg)[:120]}"
 
 
-def _replays_earlier_output(trial: _Trial, outputs: list[torch.Tensor], earlier) -> bool:
-    """Same candidate output as an earlier trial although the reference's outputs differ."""
-    for old_trial, old_outputs in earlier:
-        same_candidate = len(old_outputs) == len(outputs) and all(
-            a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b) for a, b in zip(old_outputs, outputs))
-        same_reference = all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(old_trial.expected, trial.expected))
-        if same_candidate and not same_reference:
-            return True
-    return False
+def _consume(path: Path, metas: list[Any], max_bytes: int) -> list[Any]:
+    """read_tensors, then remove the file: a sandbox's tmpfs pages count against its memory, and a large
+    problem's data files would otherwise outlive their use."""
+    try:
+        return read_tensors(path, metas, max_bytes)
+    finally:
+        Path(path).unlink(missing_ok=True)
+
+
+def _replays_earlier_output(expected_digest: str, output_digest: str, earlier: list[tuple[str, str]]) -> bool:
+    """Same candidate output (bit for bit) as an earlier trial although the reference's outputs differ."""
+    return any(old_output == output_digest and old_expected != expected_digest for old_expected, old_output in earlier)
 
 
 _NATIVE_ERROR = re.compile(r"^(?P<file>candidate\.(?:cpp|cu)):(?P<line>\d+): (?P<rest>.*)$")

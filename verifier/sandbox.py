@@ -276,7 +276,9 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
     finished (nothing to compute ahead), a kernel that keys a remembered result on an address returns a stale
     one, one that keys it on the values never finds it. Each call's output is copied as soon as it is timed
     (off the clock), so a kernel may write every call into one output buffer of its own."""
-    buffers = [[x.clone() if isinstance(x, torch.Tensor) else x for x in warm_inputs] for _ in range(ROTATING_BUFFERS)]
+    # the warm-up's own inputs are the first buffer (refilled before timed call 0): one trial's inputs fewer
+    buffers = [list(warm_inputs)] + [[x.clone() if isinstance(x, torch.Tensor) else x for x in warm_inputs]
+                                     for _ in range(ROTATING_BUFFERS - 1)]
     outputs: list[Any] = [None] * runs
     path = os.path.join(io_in, "timing.bin")
 
@@ -286,12 +288,14 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
         if reply[:2] != ("set", i):
             raise RuntimeError(f"timing: the judge sent {str(reply)[:60]} for call {i}")
         buffer = buffers[i % ROTATING_BUFFERS]
-        for k, value in enumerate(_load_inputs(path, reply[2], device)):
+        for k, value in enumerate(read_tensors(path, reply[2], max_bytes=1 << 62)):  # copied in, not kept
             if isinstance(value, torch.Tensor) and isinstance(buffer[k], torch.Tensor) \
                     and value.shape == buffer[k].shape and value.dtype == buffer[k].dtype:
                 buffer[k].copy_(value)
             else:  # a problem whose inputs change shape from call to call: new memory, then
-                buffer[k] = value
+                buffer[k] = value.to(device) if device != "cpu" and isinstance(value, torch.Tensor) else \
+                    (value.clone() if isinstance(value, torch.Tensor) else value)
+            del value
 
     def keep(i, out):
         outputs[i] = [t.clone() for t in to_list(out)]
@@ -303,7 +307,7 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
 
     with torch.no_grad():
         timing = _time_calls(lambda i: model_fn(*buffers[i % ROTATING_BUFFERS]), device, warmup, runs,
-                             before_timed=handshake, warm=lambda: model_fn(*warm_inputs), prepare=prepare, keep=keep,
+                             before_timed=handshake, warm=lambda: model_fn(*buffers[0]), prepare=prepare, keep=keep,
                              after_timed=lambda: conn.send_bytes(_DONE))
     send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total}))
     msg = conn.recv()
@@ -314,10 +318,10 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
 
 
 def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
-    """The trial inputs the judge wrote, each in its own storage on this sandbox's device."""
+    """The trial inputs the judge wrote, each in its own storage on this sandbox's device (read_tensors gives
+    every tensor a fresh buffer of its own span: on the cpu that is already it, no second copy)."""
     values = read_tensors(path, metas, max_bytes=1 << 62)
-    return [(v.to(device) if device != "cpu" else v.clone()) if isinstance(v, torch.Tensor) else v
-            for v in values]
+    return [v.to(device) if device != "cpu" and isinstance(v, torch.Tensor) else v for v in values]
 
 
 # -- builds ---------------------------------------------------------------------------------------
@@ -365,7 +369,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
         return
     device = job["device"]
     trial_path = os.path.join(job["io_out"], "trial.bin")
-    kept_inputs: dict[int, list[Any]] = {}
+    kept_inputs: dict[int, list[Any]] = {}  # the latest trial's only (timing warms up on it): one trial's memory
 
     def model():
         torch.manual_seed(job["init_seed"])
@@ -386,24 +390,24 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
                     host_inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
                     expected = to_list(reference(*inputs))
+                kept_inputs.clear()
                 kept_inputs[index] = inputs
                 written = write_tensors(trial_path, [*host_inputs, *expected])
+                del host_inputs, expected
                 send(("trial_out", index, {"inputs": written[:len(inputs)], "expected": written[len(inputs):]}))
-            elif kind == "timing_sets":  # the inputs of the timed calls, one set per call, from the judge's seeds
-                _, seeds = msg
-                timing_sets = []
-                for seed in seeds:
-                    torch.manual_seed(seed)
-                    timing_sets.append(list(module.get_inputs()))
-                written = write_tensors(os.path.join(job["io_out"], "sets.bin"),
-                                        [x.cpu() if isinstance(x, torch.Tensor) else x for s in timing_sets for x in s])
-                counts = [len(s) for s in timing_sets]
-                send(("sets", written, counts))
+            elif kind == "timing_set":  # the inputs of one timed call, from the judge's seed
+                _, seed = msg
+                torch.manual_seed(seed)
+                written = write_tensors(os.path.join(job["io_out"], "set.bin"),
+                                        [x.cpu() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()])
+                send(("set", written))
             elif kind == "time":
                 _, index, warmup, runs, compiled = msg
                 with torch.no_grad():
                     reference = model()
                     fn = torch.compile(reference) if compiled else reference
+                    if index not in kept_inputs:
+                        raise RuntimeError(f"timing: trial {index} is not the latest trial run")
                     _serve_timing(conn, send, fn, kept_inputs[index], device, warmup, runs, job["io_in"],
                                   os.path.join(job["io_out"], "timed.bin"))
             else:

@@ -71,6 +71,13 @@ def _forkserver_context():
     return ctx
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
 class Sandbox:
     """One sandbox process and the judge's end of its channel."""
 
@@ -87,6 +94,26 @@ class Sandbox:
 
     def alive(self) -> bool:
         return self.proc.is_alive()
+
+    def peak_memory_bytes(self) -> int | None:
+        """The sandbox's host-memory high-water mark, as the kernel counts it (nothing the sandbox says): its
+        cgroup's peak (tmpfs pages it wrote included), else the largest resident peak of its processes."""
+        for leaf in self.home.cgroups:
+            for name in ("memory.peak", "memory.max_usage_in_bytes"):
+                try:
+                    return int((Path(leaf) / name).read_text().split()[0])
+                except (OSError, ValueError, IndexError):
+                    continue
+        peak = None
+        for pid in [self.proc.pid, *_children(self.proc.pid)]:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak or 0, int(line.split()[1]) * 1024)
+        return peak
 
     def send(self, message: Any) -> None:
         self.conn.send(message)

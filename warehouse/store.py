@@ -76,6 +76,7 @@ ALTER TABLE stage_runs ADD COLUMN IF NOT EXISTS owner_pid INTEGER;
 ALTER TABLE stage_runs ADD COLUMN IF NOT EXISTS owner_host VARCHAR;
 ALTER TABLE stage_runs ADD COLUMN IF NOT EXISTS owner_started DOUBLE;
 ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS roofline_fraction DOUBLE;
+ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS peak_memory_bytes BIGINT;
 """
 STAGE_RUN_COLUMNS = ("id, stage, status, config, config_hash, parent_ids, mlflow_run_id, pipeline_run_id, "
                      "started, finished, error")
@@ -267,7 +268,7 @@ class Warehouse:
         return self._insert("verdicts", [
             [run_id, v.candidate_id, v.problem_id, v.compiled, v.correct, v.legal, v.pass_fraction, v.category.value,
              v.detail, v.speedup_vs_eager, v.speedup_vs_compile, v.compile_seconds, v.run_seconds, v.device, v.rule,
-             v.cached, reward, v.roofline_fraction] for v, reward in verdicts])
+             v.cached, reward, v.roofline_fraction, v.peak_memory_bytes] for v, reward in verdicts])
 
     def add_trajectories(self, run_id: str, trajectories: Iterable[Trajectory]) -> int:
         rows = []

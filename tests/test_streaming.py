@@ -1,0 +1,91 @@
+"""Streaming trials: a problem whose single trial is large is judged at full size, holding one trial's
+tensors at a time (the judge keeps large references' trials on its own disk, not in memory)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from schemas.config import VerifierConfig
+from schemas.records import Candidate, Problem
+from verifier.judge import Judge
+from verifier.stash import TensorStash, digest
+
+KERNELBENCH = Path(__file__).resolve().parents[2] / "shared" / "kernelbench"
+KL_DIV = KERNELBENCH / "level1" / "98_KLDivLoss.py"  # two 16384 x 16384 float32 inputs: 2 GiB per trial
+
+KL_DIV_CANDIDATE = r'''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = """
+#include <torch/extension.h>
+#include <cmath>
+torch::Tensor kl_div_batchmean(torch::Tensor p, torch::Tensor t) {
+  auto pc = p.contiguous(); auto tc = t.contiguous();
+  const float* pp = pc.data_ptr<float>(); const float* tp = tc.data_ptr<float>();
+  double sum = 0.0;
+  for (int64_t i = 0; i < pc.numel(); ++i) if (tp[i] > 0) sum += tp[i] * (std::log((double)tp[i]) - std::log((double)pp[i]));
+  auto out = torch::empty({}, pc.options());
+  *out.data_ptr<float>() = (float)(sum / pc.size(0));
+  return out;
+}
+"""
+ext = load_inline(name="kl_div_ext", cpp_sources=source, functions=["kl_div_batchmean"], verbose=False,
+                  extra_cflags=["-O3"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, predictions, targets):
+        return ext.kl_div_batchmean(predictions, targets)
+'''
+
+
+def test_stash_keeps_small_entries_in_memory_and_large_ones_on_disk(tmp_path):
+    stash = TensorStash(tmp_path / "s", memory_bytes=1 << 20)
+    small, large = [torch.ones(4), 3], [torch.arange(1 << 19, dtype=torch.float32)]  # 2 MiB: over the budget
+    i, j = stash.append(small), stash.append(large)
+    assert stash.get(i) is small and stash.spilled == 1
+    assert torch.equal(stash.get(j)[0], large[0]) and stash.get(j) is not stash.get(j)  # read afresh
+    assert digest(stash.get(j)) == digest(large) != digest([large[0] + 1])
+    stash.close()
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not KL_DIV.exists(), reason="needs ../shared/kernelbench")
+def test_a_2_gib_trial_is_judged_at_full_size_with_one_trials_memory(tmp_path):
+    """KernelBench level 1, 98_KLDivLoss at its own size on the cpu backend: passes, and the judge's peak memory
+    stays near one trial's (2 GiB of inputs), not five trials' (10 GiB)."""
+    script = f"""
+import json, resource, sys
+from schemas.config import VerifierConfig
+from schemas.records import Candidate, Problem
+from verifier.judge import Judge
+reference = open({str(KL_DIV)!r}).read()
+problem = Problem(id=Problem.make_id(reference), source="kernelbench", reference=reference, name="98_KLDivLoss")
+source = {KL_DIV_CANDIDATE!r}
+candidate = Candidate(id=Candidate.make_id(problem.id, source, "cpu"), problem_id=problem.id, source=source)
+config = VerifierConfig(backend="cpu", use_cache=False, memory_limit_mb=12288, run_timeout_s=120, timing_runs=2,
+                        spare_sandboxes=0)
+judge = Judge(config, {str(tmp_path / "cache")!r})
+try:
+    v = judge.verify(problem, candidate)
+finally:
+    judge.close()
+print(json.dumps({{"category": v.category.value, "detail": v.detail[:300], "peak": v.peak_memory_bytes,
+                  "judge_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}}))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=1500,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["category"] == "pass", result["detail"]
+    trial = 2 << 30
+    assert result["judge_peak"] < 2.6 * trial, result  # inputs of one trial, and what the candidate left of them
+    assert result["peak"] is not None and result["peak"] < 3.2 * trial, result
+    assert not list((tmp_path / "cache" / "stash").glob("*/*/*.bin"))  # the judge's stash is gone with it

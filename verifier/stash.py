@@ -1,0 +1,103 @@
+"""What the judge keeps of a problem between candidates — the reference's trials (inputs, expected outputs),
+the timing calls' inputs and checked outputs — held so that one verdict needs one trial's tensors at a time.
+
+Small problems stay in memory (the common case, and the fastest). Once a problem's entries pass
+`memory_bytes` together, further entries go to files in a directory only the judge can reach (under its
+cache directory, which no sandbox sees), and each is read back when it is needed and dropped after: a
+problem whose single trial fits the machine can be judged however many trials and timing sets it has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from verifier.tensor_io import nbytes_of, read_tensors, write_tensors
+
+STASH_MEMORY_BYTES = 256 << 20  # per problem and kind: above this, entries are kept on disk
+
+
+class TensorStash:
+    """An append-only list of value lists (tensors and plain values), in memory or spilled to disk."""
+
+    _ids = itertools.count()
+
+    def __init__(self, directory: Path, memory_bytes: int = STASH_MEMORY_BYTES):
+        self.directory = Path(directory)
+        self.memory_bytes = memory_bytes
+        self._in_memory: dict[int, list[Any]] = {}
+        self._on_disk: dict[int, tuple[Path, list[Any], int]] = {}
+        self._bytes_in_memory = 0
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def spilled(self) -> int:
+        """Entries kept on disk."""
+        return len(self._on_disk)
+
+    def append(self, values: list[Any]) -> int:
+        """Keep `values` (host tensors are kept as they are; the caller gives up its references) -> its index."""
+        size = nbytes_of(values)
+        with self._lock:
+            index = self._count
+            self._count += 1
+            if self._bytes_in_memory + size <= self.memory_bytes:
+                self._in_memory[index] = values
+                self._bytes_in_memory += size
+                return index
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path = self.directory / f"{next(self._ids)}.bin"
+        metas = write_tensors(path, [v.cpu() if isinstance(v, torch.Tensor) else v for v in values])
+        with self._lock:
+            self._on_disk[index] = (path, metas, size)
+        return index
+
+    def get(self, index: int) -> list[Any]:
+        """Entry `index`: the kept list itself when in memory, a fresh copy read from disk otherwise."""
+        with self._lock:
+            if index in self._in_memory:
+                return self._in_memory[index]
+            path, metas, size = self._on_disk[index]
+        return read_tensors(path, metas, size)
+
+    def close(self) -> None:
+        with self._lock:
+            self._in_memory.clear()
+            self._on_disk.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def digest(values: list[Any]) -> str:
+    """Content hash of tensors (shape, dtype and bytes) and plain values: equal lists, equal digests. Lets
+    the judge remember what a candidate returned in earlier trials without keeping those outputs."""
+    h = hashlib.blake2b(digest_size=16)
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            t = value.detach().cpu().contiguous()
+            h.update(f"{tuple(t.shape)}|{t.dtype}|".encode())
+            if t.numel():
+                h.update(t.reshape(-1).view(torch.uint8).numpy().data)
+        else:
+            h.update(repr(value).encode())
+        h.update(b";")
+    return h.hexdigest()
+
+
+def private_directory(root: Path, tag: str) -> Path:
+    """`root/<tag>` for this judge's stashes (mode 0700), created empty."""
+    path = Path(root) / tag
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
