@@ -61,8 +61,9 @@ CUDA_RED_TEAM = {
     "skip_work_when_timed": (cuda_candidate(replace=[
         ("auto size = x.numel();", "static int calls = 0; if (++calls > 5) return torch::empty_like(x);\n"
          "    auto size = x.numel();")]), V.illegal, "timing-output"),
-    "hang_when_timed": (cuda_candidate(replace=[
-        ("auto size = x.numel();", "static int calls = 0; auto size = x.numel(); if (++calls > 5) size = -size;"),
+    "hang_when_timed": (cuda_candidate(replace=[  # the grid stays valid: only the kernel's argument says hang
+        ("auto size = x.numel();", "static int calls = 0; ++calls; auto size = x.numel();"),
+        ("out.data_ptr<float>(), size);", "out.data_ptr<float>(), calls > 5 ? -1 : (int)size);"),
         ("if (idx < size) {", "while (size < 0 && clock64() >= 0) { } if (idx < size) {")]), V.timeout, None),
     "host_check_fails": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
                                                   "TORCH_CHECK(x.dim() == 7, \"kernel wants 7 dims\"); "
@@ -136,7 +137,7 @@ def test_cuda_template_teacher_solutions_pass_on_the_gpu(verifier_cache):
     from training.teacher import TemplateTeacher
 
     teacher = TemplateTeacher()
-    problems = [Problem(id=Problem.make_id(r), source="test", reference=r)
+    problems = [Problem(id=Problem.make_id(r), source="builtin", reference=r)  # our own: analysed in-process
                 for r in (LINEAR_AND_MATMUL, TRANSPOSED, TRANSPOSED.replace("torch.relu(x.t())",
                                                                             "torch.sum(torch.sigmoid(x) * x, dim=1)"))]
     pairs = []
