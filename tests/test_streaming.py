@@ -86,6 +86,11 @@ print(json.dumps({{"category": v.category.value, "detail": v.detail[:300], "peak
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["category"] == "pass", result["detail"]
     trial = 2 << 30
-    assert result["judge_peak"] < 2.6 * trial, result  # inputs of one trial, and what the candidate left of them
-    assert result["peak"] is not None and result["peak"] < 3.2 * trial, result
+    # five trials held at once would be 10 GiB in the judge alone; one trial's inputs, and the candidate's view
+    # of them after its forward (the input-mutation check), are 4 GiB
+    assert result["judge_peak"] < 2.6 * trial, result
+    # the candidate's sandbox (its cgroup's peak, tmpfs files included): while it is timed, two rotating input
+    # buffers and the set being read in, plus its inputs-after file of the last trial: about four trials' inputs,
+    # whatever the number of trials and timed calls
+    assert result["peak"] is not None and result["peak"] < 4.5 * trial, result
     assert not list((tmp_path / "cache" / "stash").glob("*/*/*.bin"))  # the judge's stash is gone with it
