@@ -154,8 +154,6 @@ class _Trial:
     entry: int  # in the reference's stash: [*inputs (host memory), *expected (on the judge's device)]
     n_inputs: int
     expected_digest: str  # of the expected outputs: tells trials apart without loading them
-    input_bytes: int
-    expected_bytes: int
 
 
 @dataclass
@@ -170,6 +168,9 @@ class _Reference:
         """One trial's inputs (host) and expected outputs (on the comparison device)."""
         values = self.stash.get(trial.entry)
         return values[:trial.n_inputs], [t.to(self.device) for t in values[trial.n_inputs:]]
+
+    def inputs(self, trial: _Trial) -> list[Any]:
+        return self.stash.get(trial.entry)[:trial.n_inputs]
 
 
 @dataclass
@@ -377,10 +378,9 @@ class Judge:
                 start = time.perf_counter()
                 inputs, expected = self._reference_trial(box, problem, index)
                 slowest = max(slowest, time.perf_counter() - start)
-                trial = _Trial(trial_seed(problem.id, index, self.base_seed), 0, len(inputs), digest(expected),
-                               nbytes_of(inputs), nbytes_of(expected))
-                trial.entry = stash.append([*inputs, *(t.to(device) for t in expected)])
-                trials.append(trial)
+                expected_digest = digest(expected)
+                entry = stash.append([*inputs, *(t.to(device) for t in expected)])
+                trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), entry, len(inputs), expected_digest))
                 del inputs, expected
         except BaseException:
             stash.close()
@@ -555,7 +555,7 @@ class Judge:
             return outcome
         with devices.timing(device_index):
             phases.mark("wait_for_device")
-            outcome = self._time_candidate(box, problem, reference.load(reference.trials[0])[0], device_index,
+            outcome = self._time_candidate(box, problem, reference.inputs(reference.trials[0]), device_index,
                                            compile_seconds)
         phases.mark("timing")
         return outcome

@@ -293,8 +293,7 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
                     and value.shape == buffer[k].shape and value.dtype == buffer[k].dtype:
                 buffer[k].copy_(value)
             else:  # a problem whose inputs change shape from call to call: new memory, then
-                buffer[k] = value.to(device) if device != "cpu" and isinstance(value, torch.Tensor) else \
-                    (value.clone() if isinstance(value, torch.Tensor) else value)
+                buffer[k] = _on_device(value, device)
             del value
 
     def keep(i, out):
@@ -320,8 +319,12 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
 def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
     """The trial inputs the judge wrote, each in its own storage on this sandbox's device (read_tensors gives
     every tensor a fresh buffer of its own span: on the cpu that is already it, no second copy)."""
-    values = read_tensors(path, metas, max_bytes=1 << 62)
-    return [v.to(device) if device != "cpu" and isinstance(v, torch.Tensor) else v for v in values]
+    return [_on_device(v, device) for v in read_tensors(path, metas, max_bytes=1 << 62)]
+
+
+def _on_device(value: Any, device: str) -> Any:
+    """A value read_tensors made (a fresh buffer of its own) on this sandbox's device."""
+    return value.to(device) if device != "cpu" and isinstance(value, torch.Tensor) else value
 
 
 # -- builds ---------------------------------------------------------------------------------------

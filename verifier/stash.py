@@ -58,7 +58,7 @@ class TensorStash:
                 return index
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
-        metas = write_tensors(path, [v.cpu() if isinstance(v, torch.Tensor) else v for v in values])
+        metas = write_tensors(path, values)  # device tensors are written from host copies
         with self._lock:
             self._on_disk[index] = (path, metas, size)
         return index
