@@ -17,8 +17,10 @@ problem, an imported KernelBench file and a GPU-size graph that was never alloca
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -183,3 +185,15 @@ def difficulty(m: GraphMeasures) -> int:
     """KernelBench-like level 1..3 from measured properties (monotone in each of them)."""
     points = difficulty_points(m)
     return 1 + int(points >= LEVEL_2_POINTS) + int(points >= LEVEL_3_POINTS)
+
+
+KERNELBENCH_REFERENCE = Path(__file__).with_name("kernelbench_sizes.json")
+
+
+def kernelbench_reference(levels: tuple[int, ...] = (1, 2, 3)) -> list[dict[str, Any]]:
+    """KernelBench's measures, one record per problem (`GraphMeasures.as_record()` plus name and level),
+    as `benchmarks/problem_stats.py --write-kernelbench-reference` stored them; [] when the file is absent."""
+    if not KERNELBENCH_REFERENCE.exists():
+        return []
+    rows = json.loads(KERNELBENCH_REFERENCE.read_text())["problems"]
+    return [r for r in rows if "error" not in r and r.get("level") in levels]
