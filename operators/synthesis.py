@@ -316,7 +316,8 @@ def _random_tensor(shape, dtype: torch.dtype) -> str:
     sizes = ", ".join(str(int(s)) for s in shape)
     if dtype.is_floating_point:
         return f"torch.randn({sizes + ', ' if sizes else '(), '}dtype={dtype})"
-    return f"torch.randint(-4, 4, ({sizes}{',' if len(shape) == 1 else ''}), dtype={dtype})"
+    low, high = (0, 2) if dtype == torch.bool else (-4, 4)
+    return f"torch.randint({low}, {high}, ({sizes}{',' if len(shape) == 1 else ''}), dtype={dtype})"
 
 
 def emit_reference(graph: ExportedGraph, readable: bool = True, title: str = "") -> str:
@@ -405,7 +406,8 @@ def _matches_exported(source: str, graph: ExportedGraph) -> bool:
             inputs = [n.meta["val"] for n in graph.user_inputs]
             torch.manual_seed(3)
             concrete = [torch.randn(v.shape, dtype=v.dtype) if v.is_floating_point()
-                        else torch.randint(-4, 4, tuple(v.shape), dtype=v.dtype) for v in inputs]
+                        else torch.randint(0 if v.dtype == torch.bool else -4, 2 if v.dtype == torch.bool else 4,
+                                           tuple(v.shape), dtype=v.dtype) for v in inputs]
             expected = to_list(graph.run_program(concrete))
             got = to_list(model(*concrete))
         return len(expected) == len(got) and all(
@@ -525,8 +527,8 @@ def check_config(config: SynthesizeConfig, session: NNSmithSession) -> list[Fami
 
 
 def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
-                        progress: Callable[[int], None] | None = None,
-                        backend: str = "cpu") -> tuple[list[Problem], SynthesisReport]:
+                        progress: Callable[[int], None] | None = None, backend: str = "cpu",
+                        session: NNSmithSession | None = None) -> tuple[list[Problem], SynthesisReport]:
     """Generate `config.num_problems` distinct, validated problems, reproducibly from `seed`.
 
     Each graph is drawn (kind, family, node count, GPU working set), built by NNSmith with symbolic
@@ -535,14 +537,15 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
     emitted source checked against NNSmith's model and for NaN/Inf and determinism; the GPU-size graph is
     exported under fake tensors and its source must have the same ops and run under fake tensors.
     `backend` picks which of the two sources becomes the problem's reference: cuda gets the GPU size,
-    cpu the scaled-down one with its factor recorded (`Problem.scale`)."""
+    cpu the scaled-down one with its factor recorded (`Problem.scale`). `session`: one already open for
+    `config.ops` and `config.dtypes` (opening one probes every NNSmith op, a second or two)."""
     if config.num_problems == 0:
         return [], SynthesisReport()
     if backend not in ("cpu", "cuda"):
         raise SynthesisError(f"unknown backend {backend!r} (cpu or cuda)")
     from operators.sizing import SizeSolver
 
-    session = NNSmithSession.open(cache_dir / "nnsmith", config.ops, config.dtypes)
+    session = session or NNSmithSession.open(cache_dir / "nnsmith", config.ops, config.dtypes)
     families = check_config(config, session)
     rng = random.Random(seed)
     report = SynthesisReport()
