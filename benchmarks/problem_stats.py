@@ -14,13 +14,16 @@ Synthesized graphs are compared at their GPU size (KernelBench's sizes are GPU s
     python -m benchmarks.problem_stats --backend cuda --no-timing     # sizes only, any machine
     python -m benchmarks.problem_stats --set synthesize.balanced=true --set 'synthesize.ops=[]' \\
         --set synthesize.fused_fraction=0.3 --set synthesize.max_nodes=10   # the broad mix
+    python -m benchmarks.problem_stats --backend cuda --kernelbench ../shared/kernelbench   # time KernelBench too
     python -m benchmarks.problem_stats --kernelbench ../shared/kernelbench --write-kernelbench-reference
     # timing on a GPU machine that lacks the project's dependencies (only torch is needed there):
-    python -m benchmarks.problem_stats --backend cuda --no-timing --save-problems stats.json   # here
+    python -m benchmarks.problem_stats --backend cuda --no-timing --kernelbench ../shared/kernelbench \\
+        --save-problems stats.json                                                             # here
     python3 benchmarks/problem_stats.py --time-only stats.json                                 # there
 
 KernelBench's numbers come from `operators/kernelbench_sizes.json` (measured from KernelBench levels 1-3
-under fake tensors by `--write-kernelbench-reference`) unless `--kernelbench DIR` measures a checkout now.
+under fake tensors by `--write-kernelbench-reference`) unless `--measure-kernelbench` measures a checkout now;
+timing KernelBench needs its sources (`--kernelbench DIR`).
 Measuring imports and runs those files in worker processes of this machine (under fake tensors: nothing
 of their gigabytes is allocated): use it on a checkout you trust. Timing runs references for real.
 """
@@ -272,12 +275,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override, e.g. synthesize.balanced=true (repeatable)")
-    parser.add_argument("--kernelbench", default=None, help="measure this KernelBench checkout now instead of "
-                        f"reading {REFERENCE.name}")
+    parser.add_argument("--kernelbench", default=None, help="a KernelBench checkout: its sources are timed "
+                        f"(--backend cuda); its measures still come from {REFERENCE.name} unless --measure-kernelbench")
+    parser.add_argument("--measure-kernelbench", action="store_true",
+                        help="with --kernelbench: measure its files now (minutes, in worker processes)")
     parser.add_argument("--levels", default="1,2,3")
     parser.add_argument("--workers", type=int, default=max(1, len(os.sched_getaffinity(0))))
     parser.add_argument("--write-kernelbench-reference", action="store_true",
-                        help=f"with --kernelbench: store its measures in {REFERENCE} (the synthesize stage plots them)")
+                        help=f"with --kernelbench: measure it and store the measures in {REFERENCE} (the "
+                        "synthesize stage plots them)")
     parser.add_argument("--no-timing", action="store_true", help="sizes only (no GPU needed)")
     parser.add_argument("--timing-n", type=int, default=50, help="references timed per column (default 50)")
     parser.add_argument("--timing-budget-s", type=float, default=1500.0, help="seconds of timing per column")
@@ -308,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.write_kernelbench_reference and not args.kernelbench:
         sys.exit("--write-kernelbench-reference needs --kernelbench DIR")
     started = time.perf_counter()
-    if args.kernelbench:
+    if args.kernelbench and (args.measure_kernelbench or args.write_kernelbench_reference):
         kb = measure_kernelbench(args.kernelbench, levels, args.workers)
         print(f"measured {len(kb)} KernelBench problems in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         if args.write_kernelbench_reference:
@@ -319,6 +325,11 @@ def main(argv: list[str] | None = None) -> None:
         if not REFERENCE.exists():
             sys.exit(f"{REFERENCE} is missing: pass --kernelbench DIR")
         kb = [r for r in json.loads(REFERENCE.read_text())["problems"] if r.get("level") in levels]
+        if args.kernelbench:  # sources to time, matched by name
+            from operators.imports import load_kernelbench
+
+            sources = {p.name: p.reference for p in load_kernelbench(args.kernelbench, levels)[0]}
+            kb = [{**r, "reference": sources[r["name"]]} if r["name"] in sources else r for r in kb]
     started = time.perf_counter()
     synth, synth_report = synthesize(args.n, args.backend, args.set, args.seed)
     print(f"synthesized {len(synth)} problems in {time.perf_counter() - started:.0f} s "
@@ -328,14 +339,13 @@ def main(argv: list[str] | None = None) -> None:
     timings = None
     if timing:
         timings = {"synth": time_rows(synth, args.timing_n, args.timing_budget_s, "synth")}
-        if all("reference" in r for r in kb):
+        if kb and all("reference" in r for r in kb):
             for level in levels:
                 timings[f"KB L{level}"] = time_rows([r for r in kb if r.get("level") == level and "error" not in r],
                                                     args.timing_n, args.timing_budget_s, f"KB L{level}")
             timings["KB L1-3"] = [t for level in levels for t in timings[f"KB L{level}"]]
         else:
-            print("KernelBench not timed: its sources are not in the reference file (pass --kernelbench DIR)",
-                  file=sys.stderr)
+            print("KernelBench not timed: pass --kernelbench DIR for its sources", file=sys.stderr)
     report(synth, synth_report, kb, args.backend, timings)
     _dump(args.json, synth, kb, timings)
 
