@@ -1,10 +1,18 @@
 """NNSmith operator graphs -> standalone KernelBench-format reference problems.
 
-NNSmith builds a random, shape-valid operator graph (a `SymbolNet`); torch.export
-turns it into an ATen graph; `emit_reference` prints that graph as plain PyTorch
-(`Model`, `get_inputs`, `get_init_inputs`) that runs without nnsmith installed.
-Every emitted source is checked against the NNSmith model it came from, and
-references that produce NaN/Inf or are nondeterministic are dropped.
+NNSmith builds a random, shape-valid operator graph with symbolic shapes; its sizes are solved from a
+working-set budget (operators/sizing.py), once at GPU size and once scaled down for the CPU; torch.export
+turns each concrete graph (a `SymbolNet`) into an ATen graph; `emit_reference` prints that graph as plain
+PyTorch (`Model`, `get_inputs`, `get_init_inputs`) that runs without nnsmith installed.
+
+Structure: a graph is NNSmith's own random mix, or (`balanced`) built around an anchor op of a drawn
+family and dropped when that family is not in the exported graph, or (`fused_fraction`) a KernelBench-
+level-2-like chain. Its node count (after export) lies in [min_nodes, max_nodes]; its difficulty comes
+from measured properties (operators/measures.py), not from the draw.
+
+Every emitted CPU-size source is checked against the NNSmith model it came from, and references that
+produce NaN/Inf or are nondeterministic are dropped; the GPU-size source must export to the same ops and
+run under fake tensors.
 """
 
 from __future__ import annotations
@@ -642,7 +650,8 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
         scales.append(scale)
         if draw.family:
             report.count("drawn", draw.family)
-            report.count("present", draw.family)  # checked above: a graph without it never gets here
+            if draw.family in full.families:  # and at GPU size (export was checked at CPU size above)
+                report.count("present", draw.family)
         if progress:
             progress(1)
     if len(problems) < config.num_problems:
