@@ -164,7 +164,8 @@ def require_gpu() -> None:
 
 def time_rows(rows: list[dict[str, Any]], limit: int, budget_s: float, label: str) -> list[dict[str, Any]]:
     """Time up to `limit` of `rows` (spread evenly over the list) within `budget_s` seconds."""
-    chosen = rows if len(rows) <= limit else [rows[round(i * (len(rows) - 1) / max(1, limit - 1))] for i in range(limit)]
+    step = (len(rows) - 1) / max(1, limit - 1)
+    chosen = rows if len(rows) <= limit else [rows[round(i * step)] for i in range(limit)]
     results, deadline = [], time.monotonic() + budget_s
     for i, row in enumerate(chosen):
         if time.monotonic() > deadline:

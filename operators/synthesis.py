@@ -31,7 +31,7 @@ import torch.fx
 
 from operators.graph import ExportedGraph, export_graph, op_short_name, structural_signature
 from operators.measures import difficulty, measure_graph
-from schemas.config import SynthesizeConfig
+from schemas.config import ConfigError, SynthesizeConfig
 from schemas.records import Problem, Split, content_hash
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,10 @@ _NNSMITH_LOGGERS = ("dtest", "mgen", "smt", "core", "exec", "fuzz", "viz", "gen|
 
 class SynthesisError(RuntimeError):
     pass
+
+
+class SynthesisConfigError(SynthesisError, ConfigError):
+    """A synthesize config the opset cannot satisfy: reported like any config error, in one line."""
 
 
 @dataclass
@@ -71,7 +75,8 @@ class NNSmithSession:
         if ops:
             unknown = sorted(set(ops) - available)
             if unknown:
-                raise SynthesisError(f"unknown NNSmith ops {unknown}; available: {sorted(available)}")
+                raise SynthesisConfigError(f"synthesize.ops: unknown NNSmith ops {unknown}; available: "
+                                           f"{sorted(available)}")
             opset = [op for op in opset if op.__name__ in set(ops)]
         return cls(model_type, opset)
 
@@ -112,7 +117,7 @@ def family_opsets(opset: list[Any], weights: dict[str, float]) -> list[FamilyMix
     a family starts from one of its ops and grows with any op of the opset."""
     unknown = sorted(set(weights) - set(NNSMITH_FAMILIES))
     if unknown:
-        raise SynthesisError(f"synthesize.family_weights: unknown op families {unknown}; families are "
+        raise SynthesisConfigError(f"synthesize.family_weights: unknown op families {unknown}; families are "
                              f"{sorted(NNSMITH_FAMILIES)}")
     by_name = {op.__name__: op for op in opset}
     out = []
@@ -225,7 +230,8 @@ def fused_chain_graph(session: NNSmithSession, seed: int, config: SynthesizeConf
     if not heads:
         raise SynthesisError("fused: no GEMM or convolution op in synthesize.ops")
     head = rng.choice(heads)
-    head_rank = {"NCHWConv2d": 4, "Conv1d": 3, "Linear": rng.choice([2, 3]), "PTMatMul": rng.choice([2, 3])}[head.__name__]
+    gemm_rank = rng.choice([2, 3])
+    head_rank = {"NCHWConv2d": 4, "Conv1d": 3, "Linear": gemm_rank, "PTMatMul": gemm_rank}[head.__name__]
     gen = _symbolic_gen_class()(session.opset, seed, [], max_elem_per_tensor=config.max_tensor_elements,
                                 dtype_choices=[DType.float32], rank_choices=[head_rank])
     first = gen.placeholders[0]
@@ -476,7 +482,8 @@ def _export_symbolnet(session: NNSmithSession, ir, fake: bool) -> tuple[Exported
         net = SymbolNet(ir) if fake else session.model_type.from_gir(ir).torch_model
         net.debug_numeric = lambda *_: None  # torch.export cannot trace NNSmith's numeric checks
         if fake:
-            inputs = {k: torch.empty([int(s) for s in t.shape], dtype=t.dtype.torch()) for k, t in net.input_like.items()}
+            inputs = {k: torch.empty([int(s) for s in t.shape], dtype=t.dtype.torch())
+                      for k, t in net.input_like.items()}
         else:
             inputs = net.get_random_inps()
         return export_graph(net, [], kwargs=inputs), inputs
@@ -527,10 +534,10 @@ def check_config(config: SynthesizeConfig, session: NNSmithSession) -> list[Fami
     """What the configured opset allows, or one clear error naming the key that asks for the impossible."""
     families = family_opsets(session.opset, config.family_weights) if config.balanced else []
     if config.balanced and not families:
-        raise SynthesisError("synthesize.balanced: no family has ops in synthesize.ops (or all weigh 0)")
+        raise SynthesisConfigError("synthesize.balanced: no family has ops in synthesize.ops (or all weigh 0)")
     if config.fused_fraction > 0 and not {op.__name__ for op in session.opset} & set(FUSED_HEADS):
-        raise SynthesisError(f"synthesize.fused_fraction={config.fused_fraction} needs a GEMM or convolution op "
-                             f"in synthesize.ops (one of {FUSED_HEADS})")
+        raise SynthesisConfigError(f"synthesize.fused_fraction={config.fused_fraction} needs a GEMM or convolution "
+                                   f"op in synthesize.ops (one of {FUSED_HEADS})")
     return families
 
 

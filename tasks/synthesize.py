@@ -98,7 +98,8 @@ def _log_sizes(ctx: StageContext, problems: list) -> None:
     close(fig)
     for key in ("largest_elements", "total_bytes", "flops"):
         ctx.mlflow.log_metrics({f"size/median_{key}": statistics.median(m[key] for m in measured)})
-    ctx.mlflow.log_metrics({"size/compute_bound_share": sum(bool(m["compute_bound"]) for m in measured) / len(measured)})
+    bound = sum(bool(m["compute_bound"]) for m in measured) / len(measured)
+    ctx.mlflow.log_metrics({"size/compute_bound_share": bound})
 
 
 def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
