@@ -257,12 +257,13 @@ def report(synth: list[dict[str, Any]], synth_report: Any, kb: list[dict[str, An
     print_table(columns)
     if synth_report is not None:
         drawn, present = synth_report.drawn or {}, synth_report.present or {}
-        absent = synth_report.absent or {}
-        if drawn or absent:
-            print("\nbalanced mix, drawn family -> kept problems that contain it (graphs dropped because it vanished):")
-            for family in sorted(set(drawn) | set(absent)):
-                print(f"  {family:20s} drawn {drawn.get(family, 0):4d}   present {present.get(family, 0):4d}   "
-                      f"dropped {absent.get(family, 0):3d}")
+        absent, attempted = synth_report.absent or {}, synth_report.attempted or {}
+        if attempted:
+            print("\nbalanced mix, per drawn family: graphs tried, kept, kept that contain it, dropped because it "
+                  "vanished in export:")
+            for family in sorted(attempted):
+                print(f"  {family:20s} tried {attempted[family]:4d}   kept {drawn.get(family, 0):4d}   "
+                      f"present {present.get(family, 0):4d}   vanished {absent.get(family, 0):3d}")
         kinds = Counter(r.get("kind") for r in synth)
         print(f"\nsynthesis: {synth_report.kept} kept of {synth_report.attempts} attempts; kinds {dict(kinds)}; "
               f"rejected {synth_report.rejected}; cpu scale {synth_report.scale}")

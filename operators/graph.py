@@ -74,7 +74,10 @@ def op_short_name(target: Any) -> str:
 
 
 def op_family(target: Any) -> str:
-    return OP_FAMILIES.get(op_short_name(target), "other")
+    name = op_short_name(target)
+    if name in ("max", "min") and getattr(target, "_overloadname", "") == "other":
+        return "elementwise-binary"  # torch.max(a, b) is aten.max.other: elementwise, not a reduction
+    return OP_FAMILIES.get(name, "other")
 
 
 @dataclass

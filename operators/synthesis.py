@@ -17,6 +17,7 @@ run under fake tensors.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -155,13 +156,14 @@ FUSED_ACTIVATIONS = ["ReLU", "GELU", "Sigmoid", "LeakyReLU", "Clip", "PReLU", "T
 FUSED_TAILS = ["BatchNorm2d", "MaxPool2d", "AvgPool2d", "ReduceMean", "ReduceMax", "TorchReduceSum", "Softmax", "Mul"]
 
 
+@functools.cache
 def _symbolic_gen_class():
     from nnsmith.graph_gen import SymbolicGen
 
     class AnchoredGen(SymbolicGen):
-        """NNSmith's symbolic generator that inserts `anchors` first (in order, the first one on the
-        graph's input) and then grows the graph with random ops of the opset, as NNSmith does. The first
-        input's rank is one the first anchor accepts, so it can always be placed."""
+        """NNSmith's symbolic generator (every shape a z3 variable) that inserts `anchors` first, in order,
+        and then grows the graph with random ops of the opset, forward or backward, as NNSmith does. The
+        first input's rank is one the first anchor accepts, so it can always be placed."""
 
         def __init__(self, opset, seed, anchors, **kwargs):
             self.pending = list(anchors)
@@ -208,8 +210,8 @@ def anchored_graph(session: NNSmithSession, seed: int, config: SynthesizeConfig,
     Returns the generator (its IR and solver are what sizing works on), or raises SynthesisError."""
     from nnsmith.abstract.dtype import DType
 
-    gen = _symbolic_gen_class()(opset or session.opset, seed, anchors, max_elem_per_tensor=config.max_tensor_elements,
-                                dtype_choices=[DType[d] for d in config.dtypes])
+    gen = _symbolic_gen_class()(opset or session.opset, seed, anchors, dtype_choices=[DType[d] for d in config.dtypes],
+                                max_elem_per_tensor=config.max_tensor_elements)
     gen.abstract_gen(max_node_size=nodes, max_gen_millisec=config.generation_timeout_ms)
     if gen.pending:
         raise SynthesisError(f"anchor: NNSmith could not place {gen.pending[0].__name__}")
@@ -326,8 +328,10 @@ def _call_text(node: torch.fx.Node, names: dict[torch.fx.Node, str], readable: b
     return f"torch.ops.aten.{short}.{overload}({', '.join(args)})"
 
 
-def _random_tensor(shape, dtype: torch.dtype) -> str:
+def _random_tensor(shape, dtype: torch.dtype, positive: bool = False) -> str:
     sizes = ", ".join(str(int(s)) for s in shape)
+    if dtype.is_floating_point and positive:  # a variance: uniform in [0.5, 1.5)
+        return f"(torch.rand({sizes + ', ' if sizes else '(), '}dtype={dtype}) + 0.5)"
     if dtype.is_floating_point:
         return f"torch.randn({sizes + ', ' if sizes else '(), '}dtype={dtype})"
     low, high = (0, 2) if dtype == torch.bool else (-4, 4)
@@ -339,11 +343,14 @@ def emit_reference(graph: ExportedGraph, readable: bool = True, title: str = "")
     names: dict[torch.fx.Node, str] = {}
     state = graph.state
     init_lines = []
+    # a batch norm's running variance must be positive (a random normal one makes NaNs)
+    variances = {n.args[4] for n in graph.compute if len(n.args) > 4 and op_short_name(n.target) in
+                 ("_native_batch_norm_legit_no_training", "batch_norm", "native_batch_norm")}
     for i, (node, key) in enumerate(list(graph.parameters.items()) + list(graph.constants.items())):
         tensor = state[key]
         name = f"w{i}"
         names[node] = f"self.{name}"
-        make = _random_tensor(tensor.shape, tensor.dtype)
+        make = _random_tensor(tensor.shape, tensor.dtype, positive=node in variances)
         init_lines.append(f"        self.{name} = nn.Parameter({make}, requires_grad=False)" if tensor.is_floating_point()
                           else f"        self.register_buffer({name!r}, {make})")
     input_names = []
@@ -438,6 +445,7 @@ class SynthesisReport:
     kept: int = 0
     duplicates: int = 0
     rejected: dict[str, int] | None = None
+    attempted: dict[str, int] | None = None  # balanced mix: graphs tried for each drawn family
     drawn: dict[str, int] | None = None  # balanced mix: kept problems by the family drawn for them
     present: dict[str, int] | None = None  # ... and of those, how many really contain the drawn family
     absent: dict[str, int] | None = None  # graphs dropped because their drawn family did not survive export
@@ -572,6 +580,8 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
     while len(problems) < config.num_problems and report.attempts < budget:
         report.attempts += 1
         draw, mix = _draw(rng, config, families)
+        if draw.family:
+            report.count("attempted", draw.family)
         try:
             if draw.kind == "fused":
                 gen = fused_chain_graph(session, draw.seed, config)

@@ -35,7 +35,7 @@ def test_every_drawn_family_is_really_present(every_op, session_dir):
                                max_nodes=5, cuda_working_set_mb=[8, 16], max_attempts_per_problem=30)
         (problem,), report = synthesize_problems(cfg, seed=11, cache_dir=session_dir, session=every_op)
         assert problem.drawn_family == family and family in problem.op_families, (family, problem.op_families)
-        assert report.drawn == report.present == {family: 1}
+        assert report.drawn == report.present == {family: 1} and report.attempted[family] >= 1
         # present in what the reference really computes, not only in the record
         assert family in _measured(problem.reference).families
 
@@ -160,6 +160,11 @@ def test_measures_of_hand_made_references():
     single = _measured(CHAIN.replace("torch.max_pool2d(torch.relu(self.conv(x) + self.bias), 2)", "torch.relu(x)"))
     assert single.nodes == 1 and not single.compute_bound
     assert difficulty(single) == 1 < difficulty(chain)
+    # torch.max of two tensors (aten.max.other) is elementwise, of one along a dim a reduction
+    binary = _measured(CHAIN.replace("torch.max_pool2d(torch.relu(self.conv(x) + self.bias), 2)", "torch.max(x, -x)"))
+    reduced = _measured(CHAIN.replace("torch.max_pool2d(torch.relu(self.conv(x) + self.bias), 2)", "x.amax(1)"))
+    assert "elementwise-binary" in binary.families and "reduction" not in binary.families
+    assert reduced.families == ("reduction",)
 
 
 def test_warehouse_keeps_sizes_and_reads_older_problem_tables(tmp_path):
