@@ -82,6 +82,12 @@ def measure_kernelbench(root: str, levels: list[int], workers: int) -> list[dict
     return rows
 
 
+def write_reference(rows: list[dict[str, Any]], levels: list[int]) -> None:
+    """KernelBench's measures, one problem a line (small diffs when they are measured again)."""
+    lines = ",\n".join(json.dumps(r, sort_keys=True) for r in rows)
+    REFERENCE.write_text(f'{{"levels": {json.dumps(levels)}, "problems": [\n{lines}\n]}}\n')
+
+
 def synthesize(n: int, backend: str, overrides: list[str], seed: int) -> tuple[list[dict[str, Any]], Any]:
     from operators.synthesis import synthesize_problems
     from schemas.config import load_config
@@ -320,8 +326,7 @@ def main(argv: list[str] | None = None) -> None:
         kb = measure_kernelbench(args.kernelbench, levels, args.workers)
         print(f"measured {len(kb)} KernelBench problems in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         if args.write_kernelbench_reference:
-            keep = [{k: v for k, v in r.items() if k != "reference"} for r in kb]
-            REFERENCE.write_text(json.dumps({"levels": levels, "problems": keep}, indent=0) + "\n")
+            write_reference([{k: v for k, v in r.items() if k != "reference"} for r in kb], levels)
             print(f"wrote {REFERENCE}", file=sys.stderr)
     else:
         if not REFERENCE.exists():
