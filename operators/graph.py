@@ -46,6 +46,23 @@ for _name in "batch_norm _native_batch_norm_legit_no_training native_batch_norm 
     OP_FAMILIES[_name] = "normalization"
 for _name in "upsample_nearest2d upsample_bilinear2d upsample_bicubic2d upsample_linear1d upsample_trilinear3d upsample_nearest1d".split():
     OP_FAMILIES[_name] = "interpolation"
+# Ops KernelBench's references export to (measured by benchmarks/problem_stats.py), beyond NNSmith's set.
+for _names, _family in (
+        ("mish hardswish hardsigmoid softplus softsign selu dropout", "elementwise-unary"),
+        ("rsub multiply", "elementwise-binary"),
+        ("conv_transpose1d conv_transpose2d conv_transpose3d", "convolution"),
+        ("max_pool1d max_pool3d avg_pool1d avg_pool3d adaptive_avg_pool1d adaptive_avg_pool3d adaptive_max_pool2d",
+         "pooling"),
+        ("logsumexp linalg_vector_norm norm std var", "reduction"),
+        ("instance_norm rms_norm", "normalization"),
+        ("cumsum cumprod", "scan"),
+        ("einsum baddbmm", "matmul"),
+        ("scaled_dot_product_attention", "attention"),
+        ("smooth_l1_loss kl_div cross_entropy_loss mse_loss triplet_margin_loss hinge_embedding_loss", "loss"),
+        ("getitem numpy_T flip narrow broadcast_tensors clone detach detach_ lift_fresh_copy zeros_like alias",
+         "layout")):
+    for _name in _names.split():
+        OP_FAMILIES.setdefault(_name, _family)
 
 
 def op_short_name(target: Any) -> str:
@@ -57,7 +74,10 @@ def op_short_name(target: Any) -> str:
 
 
 def op_family(target: Any) -> str:
-    return OP_FAMILIES.get(op_short_name(target), "other")
+    name = op_short_name(target)
+    if name in ("max", "min") and getattr(target, "_overloadname", "") == "other":
+        return "elementwise-binary"  # torch.max(a, b) is aten.max.other: elementwise, not a reduction
+    return OP_FAMILIES.get(name, "other")
 
 
 @dataclass

@@ -180,7 +180,9 @@ def export_rows(rows: list[dict[str, Any]], out_dir: str | Path, parquet: bool =
 def export_problems(problems: list[Problem], out_dir: str | Path, **kwargs) -> Path:
     import json
 
-    rows = [{**p.model_dump(mode="json", exclude={"hints"}), "hints": json.dumps([h.model_dump() for h in p.hints])}
+    # nested, free-form fields as JSON text (parquet cannot hold an empty struct, and columns must agree)
+    rows = [{**p.model_dump(mode="json", exclude={"hints", "measures"}),
+             "hints": json.dumps([h.model_dump() for h in p.hints]), "measures": json.dumps(p.measures)}
             for p in problems]
     return export_rows(rows, out_dir, **kwargs)
 

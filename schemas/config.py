@@ -82,8 +82,21 @@ _HUB_DATASET = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(?<!\.parque
 class SynthesizeConfig(StrictModel):
     num_problems: int = Field(20, ge=0, description="NNSmith problems to synthesize (0: imports only)")
     test_fraction: float = Field(0.2, ge=0.0, lt=1.0)
-    max_nodes: int = Field(3, ge=1)
-    max_elements: int = Field(1024, ge=1, description="max elements per tensor")
+    min_nodes: int = Field(2, ge=1, description="fewest compute nodes of a graph (counted after torch.export)")
+    max_nodes: int = Field(4, ge=1, description="most compute nodes of a graph (counted after torch.export); "
+                           "each graph draws its count in [min_nodes, max_nodes]")
+    cuda_working_set_mb: list[float] = Field(
+        default_factory=lambda: [32.0, 2048.0], min_length=2, max_length=2,
+        description="[low, high] MB: each graph's GPU-size working set (bytes of inputs + weights + outputs) "
+        "is drawn log-uniformly from this range and its shapes solved to reach it (KernelBench levels 1-3: "
+        "median ~400 MB, quartiles ~80 MB to ~4 GB)")
+    cpu_scale: float = Field(1024.0, ge=1.0, description="verifier.backend=cpu: every graph is the GPU-size graph "
+                             "with its working set divided by about this factor (the exact factor is recorded "
+                             "on the problem and shown in its prompt); 1 = GPU size")
+    max_tensor_elements: int = Field(2 ** 28, ge=1, description="most elements of any one tensor at GPU size")
+    fused_fraction: float = Field(0.0, ge=0.0, le=1.0, description="share of graphs built as KernelBench-level-2-"
+                                  "like fused chains (GEMM/convolution + bias + activation + norm/pool/reduction); "
+                                  "needs Linear, PTMatMul, Conv1d or NCHWConv2d in `ops`")
     dtypes: list[Literal["float32", "float16", "float64"]] = ["float32"]
     ops: list[str] = Field(default_factory=lambda: list(TEMPLATE_TEACHER_OPS),
                            description="NNSmith op names; empty = every op NNSmith offers")
@@ -102,6 +115,15 @@ class SynthesizeConfig(StrictModel):
                                               "match it structurally or by n-gram overlap")
     ngram_n: int = Field(13, ge=3)
     max_ngram_overlap: float = Field(0.5, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> "SynthesizeConfig":
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"min_nodes ({self.min_nodes}) must be <= max_nodes ({self.max_nodes})")
+        low, high = self.cuda_working_set_mb
+        if not 0 < low <= high:
+            raise ValueError(f"cuda_working_set_mb must be [low, high] with 0 < low <= high (got {[low, high]})")
+        return self
 
     def check_paths(self) -> None:
         """Name the key of an import path that does not exist, before any work is done. (Not a validator:

@@ -50,6 +50,16 @@ class Problem(Record):
     split: Split = Split.train
     hints: list[TensorHint] = Field(default_factory=list)
     name: str = ""
+    # Sizes. `scale`: how many times smaller this reference's working set (bytes of inputs + weights +
+    # outputs) is than the same graph at GPU size; 1.0 = GPU size. `cuda_working_set_bytes`: that GPU-size
+    # working set (None = not measured, e.g. imports). `measures`: measured properties of this reference
+    # (operators/measures.py: nodes, families, largest tensor, bytes, FLOPs, intensity, compute_bound; a
+    # scaled-down one also holds them at GPU size under "cuda"). `drawn_family`: the family a balanced
+    # mix drew for it (it is in op_families).
+    scale: float = Field(1.0, ge=1.0)
+    cuda_working_set_bytes: int | None = None
+    measures: dict[str, Any] = Field(default_factory=dict)
+    drawn_family: str | None = None
 
     @staticmethod
     def make_id(reference: str) -> str:

@@ -61,3 +61,36 @@ def rollout_composition(counts: dict[str, int], title: str):
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     return fig
+
+
+def size_histograms(series: dict[str, list[dict]], title: str):
+    """Side-by-side log10 histograms of the largest tensor, total bytes and FLOPs, one outline per series
+    (e.g. this run's problems and KernelBench's); each series is a list of measure records."""
+    import math
+
+    panels = [("largest_elements", "largest tensor (elements)"), ("total_bytes", "inputs + weights + outputs (bytes)"),
+              ("flops", "FLOPs")]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for ax, (key, label) in zip(axes, panels):
+        logs = {name: [math.log10(max(1, r.get(key) or 0)) for r in rows] for name, rows in series.items()}
+        values = [v for vs in logs.values() for v in vs]
+        if not values:
+            continue
+        lo, hi = math.floor(min(values)), math.ceil(max(values)) + 1
+        bins = [lo + 0.5 * i for i in range(int(2 * (hi - lo)) + 1)]
+        for name, vs in logs.items():
+            if vs:
+                ax.hist(vs, bins=bins, histtype="step", linewidth=1.6, density=True,
+                        label=f"{name} (n={len(vs)}, median 1e{statistics_median(vs):.1f})")
+        ax.set_xlabel(f"log10 {label}")
+        ax.set_ylabel("share")
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def statistics_median(values: list[float]) -> float:
+    import statistics
+
+    return statistics.median(values)

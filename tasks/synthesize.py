@@ -4,6 +4,7 @@ decontaminated, into the warehouse."""
 from __future__ import annotations
 
 import os
+import statistics
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,10 +14,11 @@ from prefect.cache_policies import NO_CACHE
 
 from operators.dedup import deduplicate, decontaminate
 from operators.imports import load_hf_problems, load_kernelbench
+from operators.measures import kernelbench_reference
 from operators.synthesis import assign_splits, synthesize_problems
 from schemas.config import ConfigError, PipelineConfig
 from tasks.common import StageContext, progress_bar, stage_run
-from tasks.plots import bar_chart, close
+from tasks.plots import bar_chart, close, size_histograms
 
 
 @contextmanager
@@ -78,6 +80,28 @@ def _runnable(ctx: StageContext, imported: list) -> tuple[list, list[dict]]:
     return kept, dropped
 
 
+def _log_sizes(ctx: StageContext, problems: list) -> None:
+    """sizes.png: this run's measured problems at GPU size next to KernelBench levels 1-3 (largest tensor,
+    bytes, FLOPs), plus their medians as metrics. A scaled-down (cpu) problem is plotted at the GPU size its
+    graph was solved for; its own sizes are that over `scale`."""
+    measured = [p.measures.get("cuda", p.measures) for p in problems if p.measures]
+    if not measured:
+        return
+    series = {"this run (GPU size)": measured}
+    kernelbench = kernelbench_reference()
+    if kernelbench:
+        series["KernelBench L1-3"] = kernelbench
+    scaled = [p for p in problems if p.scale > 1]
+    note = f"; cpu references scaled down ~{statistics.median(p.scale for p in scaled):.0f}x" if scaled else ""
+    fig = size_histograms(series, f"problem sizes{note}")
+    ctx.mlflow.log_figure(fig, "sizes.png")
+    close(fig)
+    for key in ("largest_elements", "total_bytes", "flops"):
+        ctx.mlflow.log_metrics({f"size/median_{key}": statistics.median(m[key] for m in measured)})
+    bound = sum(bool(m["compute_bound"]) for m in measured) / len(measured)
+    ctx.mlflow.log_metrics({"size/compute_bound_share": bound})
+
+
 def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
                    pipeline_mlflow_run_id: str | None = None, pipeline_run_id: str | None = None) -> str:
     config.synthesize.check_paths()
@@ -90,7 +114,8 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
             with _loading("decontaminate_against", cfg.decontaminate_against):
                 benchmark, _ = load_kernelbench(cfg.decontaminate_against)
         with progress_bar("synthesize problems", cfg.num_problems) as advance:
-            problems, report = synthesize_problems(cfg, config.seed, ctx.home.cache, progress=advance)
+            problems, report = synthesize_problems(cfg, config.seed, ctx.home.cache, progress=advance,
+                                                   backend=config.verifier.backend)
         imported, unrunnable = _runnable(ctx, imported)
         # NNSmith problems are structurally distinct already; imports are checked against everything
         problems, dedup_report = deduplicate(problems + imported, structural=bool(imported), analyser=ctx.analyser)
@@ -113,6 +138,10 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
                                 "dropped": len(dropped), **{f"source/{k}": v for k, v in sources.items()},
                                 **{f"rejected/{k}": v for k, v in (report.rejected or {}).items()},
                                 **{f"drawn/{k}": v for k, v in (report.drawn or {}).items()},
+                                **{f"present/{k}": v for k, v in (report.present or {}).items()},
+                                **{f"absent/{k}": v for k, v in (report.absent or {}).items()},
+                                **{f"cpu_scale/{k}": v for k, v in (report.scale or {}).items()},
+                                "fused": report.fused,
                                 **{f"family/{k}": v for k, v in families.items()},
                                 **{f"difficulty/level_{k}": v for k, v in levels.items()},
                                 **{f"split/{k}": v for k, v in splits.items()}})
@@ -123,7 +152,9 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
             fig = bar_chart(counts, f"{len(problems)} problems by {label}", label)
             ctx.mlflow.log_figure(fig, name)
             close(fig)
-        ctx.mlflow.log_json([p.model_dump(include={"id", "name", "op_families", "difficulty", "split", "reference"})
+        _log_sizes(ctx, problems)
+        ctx.mlflow.log_json([p.model_dump(include={"id", "name", "op_families", "difficulty", "split", "reference",
+                                                   "scale", "cuda_working_set_bytes", "drawn_family"})
                              for p in problems[:5]], "sample_problems.json")
         ctx.summary.update(problems=len(problems), train=splits.get("train", 0), test=splits.get("test", 0),
                            attempts=report.attempts, dropped=len(dropped))

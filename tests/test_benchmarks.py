@@ -26,3 +26,21 @@ def test_dcp_replay_keeps_first_turns_and_only_gated_groups_debugging():
     assert step["dcp"][0] == 6 + 2  # six first turns + the two later turns of the kept group
     assert step["dcp"][1] == 8 * 10 and step["full"][2] > step["dcp"][2]
     assert step["dcp"][2] == pytest.approx(8 * (1.0 + 10 * 0.01))
+
+
+def test_problem_stats_columns_and_the_gpu_requirement(capsys):
+    import torch
+
+    from benchmarks.problem_stats import column, main, timing_column
+
+    rows = [{"largest_elements": 10 ** k, "total_bytes": 4 * 10 ** k, "flops": 10 ** (k + 1), "nodes": k,
+             "compute_bound": k > 8, "difficulty": 1 + (k > 5) + (k > 8), "families": ["matmul"]} for k in range(1, 11)]
+    col = column(rows + [{"name": "broken", "error": "ValueError"}])
+    assert col["problems (measured)"] == "10 (+1 failed)"
+    assert col["nodes p10/p50/p90"] == "2 / 6 / 10" and col["nodes min-max"] == "1-10"
+    assert col["compute-bound"] == "20%" and col["difficulty 1/2/3"] == "50% / 30% / 20%"
+    timed = timing_column([{"speedup": 1.05}, {"speedup": 1.2}, {"speedup": 3.0}, {"error": "OOM"}])
+    assert timed["torch.compile >= 1.1x eager"] == "67% of 3 (1 failed)"
+    if not torch.cuda.is_available():  # the timing part says what to do instead, before any synthesis
+        with pytest.raises(SystemExit, match="--no-timing"):
+            main(["--backend", "cuda", "--n", "1"])

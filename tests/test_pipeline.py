@@ -55,6 +55,9 @@ def test_every_stage_wrote_its_rows(demo):
     assert tasks == {"kernel", "reviewer", "diagnosis", "qa"}  # MusaCoder's multi-task corpora
     hinted = wh.problems(runs["hints"])
     assert len(hinted) == 8 and all(p.hints for p in hinted)
+    # cpu backend: graphs solved at GPU size, scaled down, both recorded through synthesize and hints
+    assert all(p.scale > 100 and p.cuda_working_set_bytes >= 16 * 2 ** 20 and p.measures["nodes"] >= 2
+               for p in hinted)
     assert len(wh.problems(runs["hints"], split="test")) == 2
     assert wh.checkpoint(runs["leap_rl"]).joinpath("config.json").exists()
 
@@ -98,6 +101,7 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
                  for r in children for stage_name in [r.data.tags["kerneldojo.stage"]]}
     assert {"policy", "sft_loss.png", "summary.json"} <= artifacts["sft"]
     assert {"sample_kernels.json", "op_families.png"} <= artifacts["distill"] | artifacts["synthesize"]
+    assert "sizes.png" in artifacts["synthesize"]
     assert "sample_kernels.json" in artifacts["leap_rl"] and "accuracy_by_turn.png" in artifacts["evaluate"]
 
 

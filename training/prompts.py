@@ -32,12 +32,28 @@ SYSTEM_PROMPT = (
 _CODE_BLOCK = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.S)
 
 
+def _megabytes(n: int) -> str:
+    return f"{n / 2 ** 20:.3g} MB" if n >= 2 ** 20 else f"{n / 2 ** 10:.3g} KB"
+
+
+def scale_note(problem: Problem) -> str:
+    """One line for a problem scaled down from its GPU size (empty when it is at full size): the factor and
+    both working sets, so the model knows the sizes it reads are not the ones a GPU kernel would get."""
+    if problem.scale <= 1.0 or not problem.cuda_working_set_bytes:
+        return ""
+    here = problem.measures.get("total_bytes") or round(problem.cuda_working_set_bytes / problem.scale)
+    return (f"Sizes: scaled down {problem.scale:.0f}x for the CPU; this reference moves {_megabytes(here)} "
+            f"(inputs + weights + outputs), the same graph at GPU size {_megabytes(problem.cuda_working_set_bytes)}. "
+            "Write code that is correct for any size.\n\n")
+
+
 def user_prompt(problem: Problem, backend: str, max_hint_lines: int = 40) -> str:
     hints = render_hints(problem.hints, max_hint_lines) if problem.hints else "(none)"
     steps = "\n".join(SIX_STEPS)
     return (
         f"Write ModelNew in {BACKEND_TEXT[backend]} for this reference.\n\n"
         f"```python\n{problem.reference.strip()}\n```\n\n"
+        f"{scale_note(problem)}"
         f"Shape hints (torch.export):\n{hints}\n\n"
         f"Think in six steps, then give the code in one ```python block:\n{steps}"
     )

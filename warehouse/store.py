@@ -77,6 +77,10 @@ ALTER TABLE stage_runs ADD COLUMN IF NOT EXISTS owner_host VARCHAR;
 ALTER TABLE stage_runs ADD COLUMN IF NOT EXISTS owner_started DOUBLE;
 ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS roofline_fraction DOUBLE;
 ALTER TABLE verdicts ADD COLUMN IF NOT EXISTS peak_memory_bytes BIGINT;
+ALTER TABLE problems ADD COLUMN IF NOT EXISTS scale DOUBLE;
+ALTER TABLE problems ADD COLUMN IF NOT EXISTS cuda_working_set_bytes BIGINT;
+ALTER TABLE problems ADD COLUMN IF NOT EXISTS measures VARCHAR;
+ALTER TABLE problems ADD COLUMN IF NOT EXISTS drawn_family VARCHAR;
 """
 STAGE_RUN_COLUMNS = ("id, stage, status, config, config_hash, parent_ids, mlflow_run_id, pipeline_run_id, "
                      "started, finished, error")
@@ -258,7 +262,8 @@ class Warehouse:
     def add_problems(self, run_id: str, problems: Iterable[Problem]) -> int:
         return self._insert("problems", [
             [run_id, p.id, p.source, p.name, p.reference, json.dumps(p.op_families), p.difficulty, p.split.value,
-             json.dumps([h.model_dump() for h in p.hints])] for p in problems])
+             json.dumps([h.model_dump() for h in p.hints]), p.scale, p.cuda_working_set_bytes,
+             json.dumps(p.measures), p.drawn_family] for p in problems])
 
     def add_candidates(self, run_id: str, candidates: Iterable[Candidate]) -> int:
         return self._insert("candidates", [
@@ -307,7 +312,9 @@ class Warehouse:
         rows = self._rows(query + " ORDER BY id", params)
         return [Problem(id=r["id"], source=r["source"], name=r["name"] or "", reference=r["reference"],
                         op_families=json.loads(r["op_families"] or "[]"), difficulty=r["difficulty"],
-                        split=r["split"], hints=json.loads(r["hints"] or "[]")) for r in rows]
+                        split=r["split"], hints=json.loads(r["hints"] or "[]"), scale=r["scale"] or 1.0,
+                        cuda_working_set_bytes=r["cuda_working_set_bytes"], measures=json.loads(r["measures"] or "{}"),
+                        drawn_family=r["drawn_family"]) for r in rows]
 
     def candidates(self, run_id: str) -> list[Candidate]:
         rows = self._rows("SELECT * FROM candidates WHERE stage_run_id = ? ORDER BY id", [run_id])
