@@ -223,6 +223,7 @@ def fused_chain_graph(session: NNSmithSession, seed: int, config: SynthesizeConf
     broadcast along the channel dimension), one or two activations, a tail (normalisation, pooling,
     reduction, softmax or a scale), each op consuming the previous one's output. Uses only ops of the
     configured opset; raises SynthesisError when a role cannot be filled."""
+    import z3
     from nnsmith.abstract.dtype import DType
     from nnsmith.gir import InstIR
 
@@ -287,7 +288,7 @@ def fused_chain_graph(session: NNSmithSession, seed: int, config: SynthesizeConf
         if append(op_type, extra):
             names.append(op_type.__name__)
             break
-    if gen.check_sat() != __import__("z3").sat:
+    if gen.check_sat() != z3.sat:
         raise SynthesisError("fused: constraints became unsatisfiable")
     for ph in gen.placeholders:  # the chain's input is the one user input; weights and biases are constants
         inst = gen.ir.find_inst_by_id(InstIR.var_inst_idx(ph)[0])
@@ -328,13 +329,18 @@ def _call_text(node: torch.fx.Node, names: dict[torch.fx.Node, str], readable: b
     return f"torch.ops.aten.{short}.{overload}({', '.join(args)})"
 
 
+def _integer_range(dtype: torch.dtype) -> tuple[int, int]:
+    """randint's [low, high) for integer and bool inputs (bools: 0 or 1)."""
+    return (0, 2) if dtype == torch.bool else (-4, 4)
+
+
 def _random_tensor(shape, dtype: torch.dtype, positive: bool = False) -> str:
     sizes = ", ".join(str(int(s)) for s in shape)
     if dtype.is_floating_point and positive:  # a variance: uniform in [0.5, 1.5)
         return f"(torch.rand({sizes + ', ' if sizes else '(), '}dtype={dtype}) + 0.5)"
     if dtype.is_floating_point:
         return f"torch.randn({sizes + ', ' if sizes else '(), '}dtype={dtype})"
-    low, high = (0, 2) if dtype == torch.bool else (-4, 4)
+    low, high = _integer_range(dtype)
     return f"torch.randint({low}, {high}, ({sizes}{',' if len(shape) == 1 else ''}), dtype={dtype})"
 
 
@@ -427,8 +433,7 @@ def _matches_exported(source: str, graph: ExportedGraph) -> bool:
             inputs = [n.meta["val"] for n in graph.user_inputs]
             torch.manual_seed(3)
             concrete = [torch.randn(v.shape, dtype=v.dtype) if v.is_floating_point()
-                        else torch.randint(0 if v.dtype == torch.bool else -4, 2 if v.dtype == torch.bool else 4,
-                                           tuple(v.shape), dtype=v.dtype) for v in inputs]
+                        else torch.randint(*_integer_range(v.dtype), tuple(v.shape), dtype=v.dtype) for v in inputs]
             expected = to_list(graph.run_program(concrete))
             got = to_list(model(*concrete))
         return len(expected) == len(got) and all(

@@ -67,6 +67,7 @@ def size_histograms(series: dict[str, list[dict]], title: str):
     """Side-by-side log10 histograms of the largest tensor, total bytes and FLOPs, one outline per series
     (e.g. this run's problems and KernelBench's); each series is a list of measure records."""
     import math
+    import statistics
 
     panels = [("largest_elements", "largest tensor (elements)"), ("total_bytes", "inputs + weights + outputs (bytes)"),
               ("flops", "FLOPs")]
@@ -81,16 +82,10 @@ def size_histograms(series: dict[str, list[dict]], title: str):
         for name, vs in logs.items():
             if vs:
                 ax.hist(vs, bins=bins, histtype="step", linewidth=1.6, density=True,
-                        label=f"{name} (n={len(vs)}, median 1e{statistics_median(vs):.1f})")
+                        label=f"{name} (n={len(vs)}, median 1e{statistics.median(vs):.1f})")
         ax.set_xlabel(f"log10 {label}")
         ax.set_ylabel("share")
         ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
-
-
-def statistics_median(values: list[float]) -> float:
-    import statistics
-
-    return statistics.median(values)
