@@ -46,6 +46,39 @@ def test_a_forged_message_runs_nothing_in_the_judge(verdicts):
     assert not os.path.exists(FORGED_MARKER)  # the judge would have run `touch` had it unpickled the message
 
 
+def test_a_request_for_inputs_out_of_turn_is_tampering(verdicts):
+    assert "asked for the inputs of timed call 99 when call 1" in verdicts["inputs_out_of_turn"].detail
+
+
+def test_no_two_timed_calls_share_inputs(verifier_cache, monkeypatch):
+    """Room for only 3 input sets: 3 timed calls, not the 10 asked for with sets reused — a result remembered
+    by its inputs' values would be right on the reuse, and free. A kernel that hangs on a repeat passes."""
+    import torch
+
+    from tests.kernels import MEMO_BY_CONTENT, good
+    from verifier import judge as judge_module
+    from verifier.stash import digest
+    from verifier.tensor_io import nbytes_of
+
+    monkeypatch.setattr(judge_module, "TIMING_SET_BYTES", 3 * nbytes_of([torch.randn(4, 8)]))
+    cfg = load_config(None, ["verifier.run_timeout_s=4", "verifier.use_cache=false", f"verifier.trials={TRIALS}",
+                             "verifier.memory_limit_mb=4096", "verifier.timing_runs=10"]).verifier
+    judge = Judge(cfg, verifier_cache)
+    try:
+        baseline = judge.baseline(problem(), 0)
+        assert baseline.runs == len(baseline.sets) == 3
+        reference = judge.reference(problem(), 0)
+        seen = {digest(baseline.sets.get(i)) for i in range(3)} | {digest(reference.inputs(t)) for t in reference.trials}
+        assert len(seen) == 3 + TRIALS
+        memo = good().replace("#include <cmath>", "#include <cmath>\n#include <set>\n#include <tuple>") \
+            .replace("auto xc = x.contiguous();", MEMO_BY_CONTENT + "\n  auto xc = x.contiguous();")
+        v = judge.verify(problem(), candidate("memo_by_content", memo))
+        assert v.category == V.passed, v.detail
+        assert v.timing["runs"] == 3
+    finally:
+        judge.close()
+
+
 def test_pass_is_correct_legal_and_timed(verdicts):
     v = verdicts["correct"]
     assert v.compiled and v.correct and v.legal and v.pass_fraction == 1.0

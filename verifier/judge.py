@@ -14,6 +14,7 @@ import ast
 import itertools
 import logging
 import math
+import os
 import random
 import re
 import shutil
@@ -35,7 +36,7 @@ from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
 from verifier.isolation import remove_dead_judges_directories
 from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStartError
-from verifier.stash import TensorStash, digest, private_directory
+from verifier.stash import STASH_MEMORY_BYTES, TensorStash, digest, private_directory
 from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
 
@@ -43,8 +44,10 @@ log = logging.getLogger("kerneldojo.verifier")
 INIT_SEED = 42
 SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured before it is believed
 MIN_TIMING_WINDOW_S = 0.02  # timed calls together last at least this long, so the judge's clock resolves them
-MAX_TIMING_RUNS = 100  # (each timed call also costs the harness ~0.2 ms off the clock: inputs refilled, output copied)
-TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (more calls than fit reuse sets in turn)
+MAX_TIMING_RUNS = 100
+TIMING_HARNESS_BUDGET_S = 0.5  # more timed calls than the timing_runs asked for only while handing out their
+# inputs (off the clock, but inside the device's exclusive timing) costs less than this per timing
+TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per call: fewer calls if they are large)
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
@@ -178,15 +181,16 @@ class _Baseline:
     seconds: float  # median per call
     overhead: float  # the timing harness's own cost per call (judge's clock minus the reported total)
     window: float  # the judge's clock around all timed calls
-    runs: int  # timed calls: at least verifier.timing_runs, more when calls are short (candidates get as many)
-    stash: TensorStash  # the timed calls' input sets (entries 0..sets-1), then the checked calls' expected outputs
-    sets: int = 0  # timed call i gets input set i % sets
-    checked: dict[int, int] = field(default_factory=dict)  # timed call -> stash entry of its expected outputs
+    runs: int  # timed calls (candidates get as many), at most one per input set: no set is seen twice
+    sets: TensorStash  # timed call i's inputs: entry i, each a file of the judge's that a sandbox reads itself
+    expected: TensorStash  # the checked calls' expected outputs
+    checked: dict[int, int] = field(default_factory=dict)  # timed call -> `expected` entry
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
 
-    def inputs_of(self, call: int) -> list[Any]:
-        return self.stash.get(call % self.sets)
+    def close(self) -> None:
+        self.sets.close()
+        self.expected.close()
 
 
 @dataclass
@@ -236,8 +240,8 @@ class Judge:
         remove_dead_judges_directories(self.cache_dir / "stash")
         self._stash_ids = itertools.count()
 
-    def _stash(self) -> TensorStash:
-        return TensorStash(self._stash_root / str(next(self._stash_ids)))
+    def _stash(self, memory_bytes: int = STASH_MEMORY_BYTES) -> TensorStash:
+        return TensorStash(self._stash_root / str(next(self._stash_ids)), memory_bytes)
 
     @property
     def isolation(self) -> str:
@@ -251,9 +255,11 @@ class Judge:
         """Stop the spare sandboxes (each judgement's own sandboxes are always stopped when it ends) and drop
         what the judge kept of its problems."""
         self.sandboxes.close()
-        for kept in [*self._references.values(), *self._baselines.values()]:
-            if kept is not None:
-                kept.stash.close()
+        for reference in self._references.values():
+            reference.stash.close()
+        for baseline in self._baselines.values():
+            if baseline is not None:
+                baseline.close()
         self._references.clear()
         self._baselines.clear()
         shutil.rmtree(self._stash_root, ignore_errors=True)
@@ -415,17 +421,17 @@ class Judge:
     def _timing_seeds(self, problem: Problem, count: int) -> list[int]:
         return [trial_seed(problem.id, TIMING_SEED_OFFSET + j, self.base_seed) for j in range(count)]
 
-    def _reference_sets(self, box: Sandbox, problem: Problem, first: int, count: int, stash: TensorStash) -> None:
-        """Input sets first..count-1 (timed call i gets set i), made by the reference's get_inputs under the
-        judge's seeds, one at a time, appended to `stash` (where sets 0..first-1 already are)."""
-        for seed in self._timing_seeds(problem, count)[first:]:
+    def _reference_sets(self, box: Sandbox, problem: Problem, count: int, sets: TensorStash) -> None:
+        """Input sets len(sets)..count-1 (timed call i gets set i), made by the reference's get_inputs under
+        the judge's seeds, one at a time, each written to a file of the judge's."""
+        for seed in self._timing_seeds(problem, count)[len(sets):]:
             box.send(("timing_set", seed))
             msg = box.receive(self.config.run_timeout_s)
             if msg is None or msg[0] != "set" or len(msg) != 2 or not isinstance(msg[1], list):
                 raise ReferenceError(f"problem {problem.name or problem.id}: making the timing inputs failed: "
                                      f"{_reference_failure(msg, box)}")
             try:
-                stash.append(_consume(box.home.io_out / "set.bin", msg[1], self.config.memory_limit_mb << 20))
+                sets.append(_consume(box.home.io_out / "set.bin", msg[1], self.config.memory_limit_mb << 20))
             except (TamperedData, OSError) as exc:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc})") \
                     from exc
@@ -436,45 +442,49 @@ class Judge:
         cfg = self.config
         compiled = eager is not None
         box, _ = self._reference_box(problem, device_index, processes=compiled)  # inductor starts compilers
-        stash = eager.stash if compiled else self._stash()
+        sets = eager.sets if compiled else self._stash(memory_bytes=0)  # every set a file: sandboxes read them
+        expected = eager.expected if compiled else self._stash()
         try:
-            warm_inputs, expected = self._reference_trial(box, problem, 0)  # trial 0: the warm-up's inputs
+            warm_inputs, outputs = self._reference_trial(box, problem, 0)  # trial 0: the warm-up's inputs
             per_set = max(1, nbytes_of([x for x in warm_inputs if isinstance(x, torch.Tensor)]))
-            output_bytes = nbytes_of(expected)
-            del warm_inputs, expected
-            most_sets = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // per_set))
-            # a sandbox keeps every timed call's output until the judge names those it checks
-            most_runs = max(2, min(MAX_TIMING_RUNS, TIMING_OUTPUT_BYTES // max(1, output_bytes)))
-            runs = eager.runs if compiled else min(cfg.timing_runs, most_sets, most_runs)
-            sets = eager.sets if compiled else 0
+            output_bytes = nbytes_of(outputs)
+            del warm_inputs, outputs
+            # no set serves two timed calls (a result remembered by content would be right the second time)
+            most_runs = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // per_set,
+                                   TIMING_OUTPUT_BYTES // max(1, output_bytes)))  # outputs kept till checked
+            runs = eager.runs if compiled else min(cfg.timing_runs, most_runs)
             for _ in range(2):
-                if not compiled and min(runs, most_sets) > sets:
-                    self._reference_sets(box, problem, sets, min(runs, most_sets), stash)
-                    sets = min(runs, most_sets)
+                if not compiled:
+                    self._reference_sets(box, problem, runs, sets)
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
                 box.send(("time", 0, cfg.timing_warmup, runs, compiled))
-                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1),
-                                     lambda call, sets=sets: stash.get(call % sets), checked, output_bytes)
+                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), sets, runs, checked,
+                                     output_bytes)
                 if not isinstance(result, _Window):
                     raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed: "
                                          f"{_reference_failure(result, box)}")
-                wanted = min(MAX_TIMING_RUNS, most_runs, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)))
+                # short calls: time enough of them for the judge's clock to resolve them, as long as handing
+                # out their inputs (the harness's cost per call) stays within TIMING_HARNESS_BUDGET_S
+                harness = max(0.0, result.window - result.total) / runs
+                wanted = min(most_runs, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)),
+                             max(runs, int(TIMING_HARNESS_BUDGET_S / max(harness, 1e-9))))
                 if compiled or wanted <= runs:
                     break
-                runs = wanted  # short calls: time enough of them for the judge's clock to resolve them
+                runs = wanted
             device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
             try:
                 checked_entries = {} if compiled else {
-                    i: stash.append([t.to(device) for t in result.output(k)]) for k, i in enumerate(checked)}
+                    i: expected.append([t.to(device) for t in result.output(k)]) for k, i in enumerate(checked)}
             except (TamperedData, OSError) as exc:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timed outputs ({exc})") \
                     from exc
             return _Baseline(result.claimed, max(0.0, (result.window - result.total) / runs), result.window, runs,
-                             stash=stash, sets=sets, checked=checked_entries, input_bytes=per_set,
+                             sets=sets, expected=expected, checked=checked_entries, input_bytes=per_set,
                              output_bytes=output_bytes)
         except BaseException:
             if not compiled:
-                stash.close()
+                sets.close()
+                expected.close()
             raise
         finally:
             box.close()
@@ -482,27 +492,38 @@ class Judge:
     def _timing_budget(self, runs: int | None = None) -> float:
         return self.config.run_timeout_s * ((runs or self.config.timing_runs) + self.config.timing_warmup)
 
-    def _timed(self, box: Sandbox, budget: float, inputs_of: Callable[[int], list[Any]], checked: list[int],
+    def _timed(self, box: Sandbox, budget: float, sets: TensorStash, runs: int, checked: list[int],
                output_bytes: int):
-        """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls — each asking
-        for its inputs (`inputs_of(call)`) just before it runs, so none exists in the sandbox ahead of time —
-        `done` (the clock stops), the report, then where the outputs of the `checked` timed calls are. A
-        `_Window`, or the message that came instead (None on timeout)."""
+        """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls — each asking,
+        in turn, for its inputs just before it runs (a read-only descriptor of set i's file), so none exists
+        in the sandbox ahead of time — `done` (the clock stops), the report, then where the outputs of the
+        `checked` timed calls are. A `_Window`, or the message that came instead (None on timeout)."""
         msg = box.receive(budget)
         if msg != ("warm",):
             return msg
-        path = box.home.io_in / "timing.bin"
         start = time.perf_counter()
         box.send(("go",))
         deadline = start + budget
+        call = 0
         while True:
             msg = box.receive(max(0.0, deadline - time.perf_counter()))
             if msg == ("done",):
                 window = time.perf_counter() - start
                 break
-            if msg is None or msg[0] != "next" or len(msg) != 2 or type(msg[1]) is not int or msg[1] < 0:
+            if msg is None or msg[0] != "next" or len(msg) != 2:
                 return msg
-            box.send(("set", msg[1], write_tensors(path, inputs_of(msg[1]))))
+            if msg[1] != call or call >= runs:
+                return ("protocol_error", f"asked for the inputs of timed call {str(msg[1])[:20]} when call {call} "
+                        f"of {runs} was next")
+            fd, metas = sets.open_entry(call)
+            try:
+                box.send(("set", call, metas))
+                box.send_descriptor(fd)
+            except (OSError, ValueError):  # the sandbox is gone: say how
+                return box.receive(1.0) or ("died", None)
+            finally:
+                os.close(fd)
+            call += 1
         msg = box.receive(budget)
         if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict):
             return msg
@@ -553,10 +574,11 @@ class Judge:
         phases.mark("trials")
         if outcome is not None:
             return outcome
+        # the warm-up's inputs (trial 0's) are written before the device is taken alone
+        warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[0]))
         with devices.timing(device_index):
             phases.mark("wait_for_device")
-            outcome = self._time_candidate(box, problem, reference.inputs(reference.trials[0]), device_index,
-                                           compile_seconds)
+            outcome = self._time_candidate(box, problem, warm_metas, device_index, compile_seconds)
         phases.mark("timing")
         return outcome
 
@@ -720,7 +742,7 @@ class Judge:
             return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
         return None
 
-    def _time_candidate(self, box: Sandbox, problem: Problem, warm_inputs: list[Any], device_index: int,
+    def _time_candidate(self, box: Sandbox, problem: Problem, warm_metas: list[Any], device_index: int,
                         compile_seconds: float) -> _Outcome:
         """Candidate and baselines timed the same way, on the same per-call inputs, each under the judge's
         own clock; an implausible or physically impossible time is measured once more. The pass, or why not."""
@@ -729,8 +751,6 @@ class Judge:
         eager = self.baseline(problem, device_index)
         compiled = self.baseline(problem, device_index, compiled=True) \
             if self.device == "cuda" and cfg.compare_torch_compile else None
-        warm_metas = write_tensors(box.home.io_in / "inputs.bin", warm_inputs)  # warm-up: trial 0's inputs
-        del warm_inputs
         floor, bandwidth = self._physical_floor(device_index, eager)
         believed: list[float] = []
         for _ in range(2):
@@ -739,7 +759,7 @@ class Judge:
             # trials are over is killed as soon as one that hangs at once)
             budget = min(self._timing_budget(eager.runs),
                          self._trial_limit(eager.window + eager.seconds * cfg.timing_warmup) + HANG_FLOOR_S)
-            result = self._timed(box, budget, eager.inputs_of, sorted(eager.checked), eager.output_bytes)
+            result = self._timed(box, budget, eager.sets, eager.runs, sorted(eager.checked), eager.output_bytes)
             if not isinstance(result, _Window):
                 if result is None:
                     return _Outcome(VerdictCategory.timeout, "timing did not finish", **compiled_ok)
@@ -748,7 +768,7 @@ class Judge:
                                     **compiled_ok)
                 return _tampered(str(result)[:120], compile_seconds)
             for k, index in enumerate(sorted(eager.checked)):  # one call's outputs at a time
-                expected = eager.stash.get(eager.checked[index])
+                expected = eager.expected.get(eager.checked[index])
                 try:
                     outputs = result.output(k)
                 except (TamperedData, OSError) as exc:

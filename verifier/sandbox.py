@@ -21,6 +21,7 @@ import sys
 import threading
 import traceback
 import types
+from multiprocessing.reduction import recv_handle
 from typing import Any
 
 # Bound before any candidate code runs, so later patching cannot reach the copies the sandbox uses.
@@ -32,7 +33,7 @@ from verifier import jail
 from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, load_reference_module, loads, to_list
-from verifier.tensor_io import read_tensors, write_tensors
+from verifier.tensor_io import read_tensors, read_tensors_into, write_tensors
 from verifier.timing import time_calls as _time_calls
 
 FILE_SIZE_LIMIT = 8 << 30  # no file the sandbox writes (outputs, objects, logs) may grow past this
@@ -254,7 +255,7 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
         elif kind == "time":
             _, warm_metas, warmup, runs = msg
             warm_inputs = _load_inputs(inputs_path, warm_metas, job["device"])
-            _serve_timing(conn, send, model, warm_inputs, job["device"], warmup, runs, job["io_in"],
+            _serve_timing(conn, send, model, warm_inputs, job["device"], warmup, runs,
                           os.path.join(job["io_out"], "timed.bin"))
         else:
             send(("protocol_error", f"unknown message {kind!r}"))
@@ -267,34 +268,43 @@ ROTATING_BUFFERS = 2  # timed calls alternate between this many input buffers, r
 
 
 def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, warmup: int, runs: int,
-                  io_in: str, outputs_path: str) -> None:
+                  outputs_path: str) -> None:
     """Warm up, tell the judge, wait for its `go` (its clock starts), run the timed calls, say `done` (its
     clock stops), report; then write the outputs of the timed calls the judge asks to see.
 
-    Before timed call i (off the clock) the sandbox asks the judge for call i's inputs and refills one of
-    ROTATING_BUFFERS buffers with them: no call's inputs exist in this process before the call before it has
-    finished (nothing to compute ahead), a kernel that keys a remembered result on an address returns a stale
-    one, one that keys it on the values never finds it. Each call's output is copied as soon as it is timed
+    Before timed call i (off the clock) the sandbox asks the judge for call i's inputs — a read-only
+    descriptor of the judge's file of them — and refills one of ROTATING_BUFFERS buffers from it: no call's
+    inputs exist in this process before the call before it has finished (nothing to compute ahead), a
+    kernel that keys a remembered result on an address returns a stale one, one that keys it on the values
+    never finds it (no two timed calls share a set). Each call's output is copied as soon as it is timed
     (off the clock), so a kernel may write every call into one output buffer of its own."""
     # the warm-up's own inputs are the first buffer (refilled before timed call 0): one trial's inputs fewer
     buffers = [list(warm_inputs)] + [[x.clone() if isinstance(x, torch.Tensor) else x for x in warm_inputs]
                                      for _ in range(ROTATING_BUFFERS - 1)]
     outputs: list[Any] = [None] * runs
-    path = os.path.join(io_in, "timing.bin")
+    staging: list[Any] = [None]  # one host buffer for every call (page-locked on a GPU: one DMA per refill)
 
     def prepare(i):
         send(("next", i))
         reply = conn.recv()
         if reply[:2] != ("set", i):
             raise RuntimeError(f"timing: the judge sent {str(reply)[:60]} for call {i}")
+        fd = recv_handle(conn)
+        try:
+            values, staging[0] = read_tensors_into(fd, reply[2], staging[0], pin=device != "cpu")
+        finally:
+            os.close(fd)
         buffer = buffers[i % ROTATING_BUFFERS]
-        for k, value in enumerate(read_tensors(path, reply[2], max_bytes=1 << 62)):  # copied in, not kept
+        for k, value in enumerate(values):
             if isinstance(value, torch.Tensor) and isinstance(buffer[k], torch.Tensor) \
                     and value.shape == buffer[k].shape and value.dtype == buffer[k].dtype:
-                buffer[k].copy_(value)
-            else:  # a problem whose inputs change shape from call to call: new memory, then
-                buffer[k] = _on_device(value, device)
-            del value
+                # asynchronous from page-locked memory: the timing's synchronize before the call waits for it
+                buffer[k].copy_(value, non_blocking=True)
+            elif isinstance(value, torch.Tensor):  # inputs that change shape from call to call: new memory
+                buffer[k] = value.to(device) if device != "cpu" else value.clone()
+            else:
+                buffer[k] = value
+        del values
 
     def keep(i, out):
         outputs[i] = [t.clone() for t in to_list(out)]
@@ -411,7 +421,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     fn = torch.compile(reference) if compiled else reference
                     if index not in kept_inputs:
                         raise RuntimeError(f"timing: trial {index} is not the latest trial run")
-                    _serve_timing(conn, send, fn, kept_inputs[index], device, warmup, runs, job["io_in"],
+                    _serve_timing(conn, send, fn, kept_inputs[index], device, warmup, runs,
                                   os.path.join(job["io_out"], "timed.bin"))
             else:
                 send(("protocol_error", f"unknown message {kind!r}"))

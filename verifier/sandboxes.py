@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.spawn as mp_spawn
+from multiprocessing.reduction import send_handle
 import os
 import signal
 import threading
@@ -118,6 +119,10 @@ class Sandbox:
     def send(self, message: Any) -> None:
         self.conn.send(message)
         self._awaiting = True
+
+    def send_descriptor(self, fd: int) -> None:
+        """Hand the sandbox a duplicate of `fd` (SCM_RIGHTS over its channel, after the message that names it)."""
+        send_handle(self.conn, fd, self.proc.pid)
 
     def receive(self, timeout_s: float):
         """Next message, ("died", exitcode) if the process died, ("garbled", why) if it is not a message the

@@ -5,6 +5,10 @@ Small problems stay in memory (the common case, and the fastest). Once a problem
 `memory_bytes` together, further entries go to files in a directory only the judge can reach (under its
 cache directory, which no sandbox sees), and each is read back when it is needed and dropped after: a
 problem whose single trial fits the machine can be judged however many trials and timing sets it has.
+
+Timing sets are always on disk (a stash with `memory_bytes=0`): each timed call's inputs are one file, which
+a sandbox is handed as a read-only descriptor (`open_entry`) just before the call that uses it. The page
+cache keeps them in memory while it can; the sandbox reads one call's bytes, and nothing is written per call.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class TensorStash:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
         metas = write_tensors(path, values)  # device tensors are written from host copies
+        os.chmod(path, 0o400)  # nobody writes it again (a sandbox handed it reads it only, and runs as another uid)
         with self._lock:
             self._on_disk[index] = (path, metas, size)
         return index
@@ -70,6 +75,15 @@ class TensorStash:
                 return self._in_memory[index]
             path, metas, size = self._on_disk[index]
         return read_tensors(path, metas, size)
+
+    def open_entry(self, index: int) -> tuple[int, list[Any]]:
+        """(a read-only descriptor of entry `index`'s file, which the caller closes; its descriptions) — for a
+        sandbox to read that entry itself. Only entries on disk have a file."""
+        with self._lock:
+            if index not in self._on_disk:
+                raise KeyError(f"stash entry {index} is not on disk")
+            path, metas, _ = self._on_disk[index]
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC), metas
 
     def close(self) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ be a SIGBUS in the judge): it reads into its own buffer and checks every field b
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,35 @@ def _read_checked(path: str | Path, checked: list) -> list[Any]:
     return values
 
 
+def read_tensors_into(fd: int, metas: list[Any], staging: torch.Tensor | None, pin: bool = False) \
+        -> tuple[list[Any], torch.Tensor]:
+    """Tensors described by `metas` (written by write_tensors) from an open descriptor, read with pread (a
+    descriptor shared with another process shares its offset) into `staging`, a host byte buffer that is
+    grown as needed (page-locked when `pin`, so a copy to the GPU from it is one DMA) -> (views of the
+    buffer, valid until its next use; the buffer)."""
+    checked = [meta if isinstance(meta, dict) and set(meta) == {"value"} else _checked(meta) for meta in metas]
+    end = max((c[3] + c[4] for c in checked if isinstance(c, tuple)), default=0)
+    if staging is None or staging.numel() < end:
+        staging = torch.empty(max(end, 1), dtype=torch.uint8, pin_memory=pin)
+    values = []
+    for item in checked:
+        if isinstance(item, dict):
+            values.append(item["value"])
+            continue
+        dtype, shape, stride, offset, nbytes = item
+        span = staging[offset:offset + nbytes]
+        view = memoryview(span.numpy())
+        done = 0
+        while done < nbytes:  # one pread moves at most ~2 GiB
+            n = os.preadv(fd, [view[done:]], offset + done)
+            if n <= 0:
+                raise TamperedData(f"tensor bytes [{offset}, {offset + nbytes}) beyond the end of the file")
+            done += n
+        values.append(span.view(dtype).as_strided(shape, stride) if nbytes else
+                      torch.empty_strided(shape, stride, dtype=dtype))
+    return values, staging
+
+
 def nbytes_of(values: list[Any]) -> int:
     """Bytes `write_tensors` needs for these values, padding included (an upper bound)."""
     total = 0
@@ -139,4 +169,4 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(flat(a), flat(b.to(a.device)))
 
 
-__all__ = ["TamperedData", "write_tensors", "read_tensors", "describe", "nbytes_of", "same_bytes"]
+__all__ = ["TamperedData", "write_tensors", "read_tensors", "read_tensors_into", "describe", "nbytes_of", "same_bytes"]
