@@ -453,7 +453,7 @@ class Judge:
             most_runs = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // per_set,
                                    TIMING_OUTPUT_BYTES // max(1, output_bytes)))  # outputs kept till checked
             runs = eager.runs if compiled else min(cfg.timing_runs, most_runs)
-            for _ in range(2):
+            for attempt in range(2):
                 if not compiled:
                     self._reference_sets(box, problem, runs, sets)
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
@@ -468,7 +468,7 @@ class Judge:
                 harness = max(0.0, result.window - result.total) / runs
                 wanted = min(most_runs, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)),
                              max(runs, int(TIMING_HARNESS_BUDGET_S / max(harness, 1e-9))))
-                if compiled or wanted <= runs:
+                if compiled or wanted <= runs or attempt == 1:
                     break
                 runs = wanted
             device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"

@@ -12,6 +12,7 @@ import multiprocessing
 import multiprocessing.spawn as mp_spawn
 from multiprocessing.reduction import send_handle
 import os
+import re
 import signal
 import threading
 import time
@@ -389,7 +390,15 @@ class SandboxFactory:
 
 
 def _visible_gpu(device_index: int) -> str:
-    """The CUDA_VISIBLE_DEVICES entry of the judge's GPU `device_index`."""
+    """The CUDA_VISIBLE_DEVICES entry of the judge's GPU `device_index`: its UUID, which names the same GPU
+    inside a sandbox that sees only that GPU's node (where indices count only the GPUs it can open)."""
+    try:
+        uuid = re.search(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}",
+                         str(torch.cuda.get_device_properties(device_index).uuid))
+    except Exception:
+        uuid = None
+    if uuid:
+        return f"GPU-{uuid.group(0)}"
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     return visible.split(",")[device_index].strip() if visible else str(device_index)
 
