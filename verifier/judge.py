@@ -21,7 +21,7 @@ import shutil
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +48,7 @@ MAX_TIMING_RUNS = 100
 TIMING_HARNESS_BUDGET_S = 0.5  # more timed calls than the timing_runs asked for only while handing out their
 # inputs (off the clock, but inside the device's exclusive timing) costs less than this per timing
 TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per call: fewer calls if they are large)
+HELD_REFERENCE_BOXES = 4  # reference sandboxes kept between a problem's trials and its eager baseline's timing
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
@@ -166,6 +167,14 @@ class _Reference:
     stash: TensorStash  # one entry per trial, in memory while small, on the judge's disk otherwise
     device: str  # where expected outputs are compared
     seconds: float = 0.0  # the slowest reference trial by the judge's clock (inputs, forward, outputs)
+    sets: TensorStash | None = None  # the timed calls' inputs: entry i for timed call i, each a file of the judge's
+    input_bytes: int = 0  # of one call
+    output_bytes: int = 0
+    box: Sandbox | None = None  # its sandbox, the last trial's inputs in place, held for the eager baseline's timing
+
+    @property
+    def most_runs(self) -> int:
+        return len(self.sets) if self.sets is not None else 0
 
     def load(self, trial: _Trial) -> tuple[list[Any], list[torch.Tensor]]:
         """One trial's inputs (host) and expected outputs (on the comparison device)."""
@@ -175,6 +184,17 @@ class _Reference:
     def inputs(self, trial: _Trial) -> list[Any]:
         return self.stash.get(trial.entry)[:trial.n_inputs]
 
+    def take_box(self) -> Sandbox | None:
+        box, self.box = self.box, None
+        return box
+
+    def close(self) -> None:
+        if self.box is not None:
+            self.box.close()
+        self.stash.close()
+        if self.sets is not None:
+            self.sets.close()
+
 
 @dataclass
 class _Baseline:
@@ -182,14 +202,13 @@ class _Baseline:
     overhead: float  # the timing harness's own cost per call (judge's clock minus the reported total)
     window: float  # the judge's clock around all timed calls
     runs: int  # timed calls (candidates get as many), at most one per input set: no set is seen twice
-    sets: TensorStash  # timed call i's inputs: entry i, each a file of the judge's that a sandbox reads itself
+    sets: TensorStash  # the reference's timing sets (it owns them): timed call i gets entry i
     expected: TensorStash  # the checked calls' expected outputs
     checked: dict[int, int] = field(default_factory=dict)  # timed call -> `expected` entry
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
 
     def close(self) -> None:
-        self.sets.close()
         self.expected.close()
 
 
@@ -233,6 +252,7 @@ class Judge:
         self._references: dict[tuple[str, int], _Reference] = {}
         self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
         self._bandwidth: dict[int, tuple[float, int]] = {}
+        self._held: list[_Reference] = []
         self._locks: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
         # large references' trials and timing inputs, on this judge's disk (no sandbox sees the cache directory)
@@ -256,7 +276,7 @@ class Judge:
         what the judge kept of its problems."""
         self.sandboxes.close()
         for reference in self._references.values():
-            reference.stash.close()
+            reference.close()
         for baseline in self._baselines.values():
             if baseline is not None:
                 baseline.close()
@@ -373,7 +393,8 @@ class Judge:
 
     def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
         """The reference's trials, one at a time: each trial's tensors go to the stash (kept in memory while
-        small, on disk otherwise) before the next is made."""
+        small, on disk otherwise) before the next is made. The sandbox is kept (the last trial's inputs in
+        place) to make the timing sets and time the eager baseline."""
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
         box, init_inputs = self._reference_box(problem, device_index)
         slowest = 0.0
@@ -384,16 +405,71 @@ class Judge:
                 start = time.perf_counter()
                 inputs, expected = self._reference_trial(box, problem, index)
                 slowest = max(slowest, time.perf_counter() - start)
+                input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
+                output_bytes = nbytes_of(expected)
                 expected_digest = digest(expected)
                 entry = stash.append([*inputs, *(t.to(device) for t in expected)])
                 trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), entry, len(inputs), expected_digest))
                 del inputs, expected
+            reference = _Reference(init_inputs, trials, stash, device, slowest, None, input_bytes, output_bytes)
         except BaseException:
             stash.close()
-            raise
-        finally:
             box.close()
-        return _Reference(init_inputs, trials, stash, device, slowest)
+            raise
+        self._hold(reference, box)
+        return reference
+
+    def _timing_sets(self, problem: Problem, device_index: int) -> TensorStash:
+        """The timed calls' input sets of a problem, made once — when a first candidate has passed its trials,
+        before any device is taken alone — by the reference's sandbox (the one its trials used, if held).
+        No set serves two timed calls (a result remembered by its inputs' values would be right, and free,
+        the second time), and the sandbox keeps every timed call's outputs until the judge names those it
+        checks: both bound the number of timed calls."""
+        reference = self.reference(problem, device_index)
+        with self._once(("sets", problem.id, device_index)):
+            if reference.sets is None:
+                box = self._take_held(reference) or self._reference_box_at(problem, device_index, len(reference.trials) - 1)
+                sets = self._stash(memory_bytes=0)  # every set a file: sandboxes read them themselves
+                try:
+                    most_runs = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // reference.input_bytes,
+                                           TIMING_OUTPUT_BYTES // max(1, reference.output_bytes)))
+                    self._reference_sets(box, problem, most_runs, sets)
+                except BaseException:
+                    sets.close()
+                    box.close()
+                    raise
+                reference.sets = sets
+                self._hold(reference, box)
+            return reference.sets
+
+    def _reference_box_at(self, problem: Problem, device_index: int, trial: int, processes: bool = False) -> Sandbox:
+        """A fresh reference sandbox that has run `trial` (its inputs in place for a timing's warm-up)."""
+        box, _ = self._reference_box(problem, device_index, processes=processes)
+        try:
+            self._reference_trial(box, problem, trial)
+        except BaseException:
+            box.close()
+            raise
+        return box
+
+    def _take_held(self, reference: _Reference) -> Sandbox | None:
+        with self._lock:
+            if reference in self._held:
+                self._held.remove(reference)
+            return reference.take_box()
+
+    def _hold(self, reference: _Reference, box: Sandbox) -> None:
+        """Keep a reference's sandbox for its eager baseline; the oldest of more than HELD_REFERENCE_BOXES is
+        stopped (its baseline then starts a sandbox of its own)."""
+        with self._lock:
+            if reference.box is not None:
+                reference.box.close()
+            reference.box = box
+            self._held.append(reference)
+            while len(self._held) > HELD_REFERENCE_BOXES:
+                old = self._held.pop(0).take_box()
+                if old is not None:
+                    old.close()
 
     def _trial_limit(self, reference_seconds: float) -> float:
         """How long a candidate's trial may run: HANG_FACTOR times the reference's own, at least HANG_FLOOR_S,
@@ -437,36 +513,30 @@ class Judge:
                     from exc
 
     def _time_reference(self, problem: Problem, device_index: int, eager: _Baseline | None) -> _Baseline:
-        """Time the reference in its sandbox; `eager` given: under torch.compile, on the eager baseline's
-        input sets and run count."""
+        """Time the reference in its sandbox (warm-up on the last trial's inputs, timed calls on the reference's
+        timing sets); `eager` given: under torch.compile, on the eager baseline's run count."""
         cfg = self.config
         compiled = eager is not None
-        box, _ = self._reference_box(problem, device_index, processes=compiled)  # inductor starts compilers
-        sets = eager.sets if compiled else self._stash(memory_bytes=0)  # every set a file: sandboxes read them
+        reference = self.reference(problem, device_index)
+        sets = self._timing_sets(problem, device_index)
+        last = len(reference.trials) - 1  # the trial whose inputs the warm-up uses (a candidate's too)
+        box = (None if compiled else self._take_held(reference)) \
+            or self._reference_box_at(problem, device_index, last, processes=compiled)  # inductor starts compilers
         expected = eager.expected if compiled else self._stash()
         try:
-            warm_inputs, outputs = self._reference_trial(box, problem, 0)  # trial 0: the warm-up's inputs
-            per_set = max(1, nbytes_of([x for x in warm_inputs if isinstance(x, torch.Tensor)]))
-            output_bytes = nbytes_of(outputs)
-            del warm_inputs, outputs
-            # no set serves two timed calls (a result remembered by content would be right the second time)
-            most_runs = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // per_set,
-                                   TIMING_OUTPUT_BYTES // max(1, output_bytes)))  # outputs kept till checked
-            runs = eager.runs if compiled else min(cfg.timing_runs, most_runs)
+            runs = eager.runs if compiled else min(cfg.timing_runs, reference.most_runs)
             for attempt in range(2):
-                if not compiled:
-                    self._reference_sets(box, problem, runs, sets)
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
-                box.send(("time", 0, cfg.timing_warmup, runs, compiled))
+                box.send(("time", last, cfg.timing_warmup, runs, compiled))
                 result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), sets, runs, checked,
-                                     output_bytes)
+                                     reference.output_bytes)
                 if not isinstance(result, _Window):
                     raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed: "
                                          f"{_reference_failure(result, box)}")
                 # short calls: time enough of them for the judge's clock to resolve them, as long as handing
                 # out their inputs (the harness's cost per call) stays within TIMING_HARNESS_BUDGET_S
                 harness = max(0.0, result.window - result.total) / runs
-                wanted = min(most_runs, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)),
+                wanted = min(reference.most_runs, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)),
                              max(runs, int(TIMING_HARNESS_BUDGET_S / max(harness, 1e-9))))
                 if compiled or wanted <= runs or attempt == 1:
                     break
@@ -479,11 +549,10 @@ class Judge:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timed outputs ({exc})") \
                     from exc
             return _Baseline(result.claimed, max(0.0, (result.window - result.total) / runs), result.window, runs,
-                             sets=sets, expected=expected, checked=checked_entries, input_bytes=per_set,
-                             output_bytes=output_bytes)
+                             sets=sets, expected=expected, checked=checked_entries,
+                             input_bytes=reference.input_bytes, output_bytes=reference.output_bytes)
         except BaseException:
             if not compiled:
-                sets.close()
                 expected.close()
             raise
         finally:
@@ -574,8 +643,10 @@ class Judge:
         phases.mark("trials")
         if outcome is not None:
             return outcome
-        # the warm-up's inputs (trial 0's) are written before the device is taken alone
-        warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[0]))
+        # the timing sets, and the warm-up's inputs (the last trial's, as the reference's), before the device
+        # is taken alone
+        self._timing_sets(problem, device_index)
+        warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[-1]))
         with devices.timing(device_index):
             phases.mark("wait_for_device")
             outcome = self._time_candidate(box, problem, warm_metas, device_index, compile_seconds)
