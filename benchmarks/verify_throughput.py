@@ -112,6 +112,9 @@ def hang_cost(pairs, args, root: Path) -> None:
         same = "yes" if {c.id: r["categories"][c.id] for _, c in pairs} == alone[1] else "NO"
         print(f"{label:<34}{r['wall']:>9.1f}{median:>18.2f}{p90:>15.2f}{(f'{hang_s:.2f}' if hung else '-'):>16}"
               f"{median / alone[0]:>9.2f}{same:>15}", flush=True)
+        phases = sorted({k for v in shared for k in v.phases})
+        print("  median phase s: " + ", ".join(
+            f"{k} {statistics.median(v.phases.get(k, 0.0) for v in shared):.2f}" for k in phases), flush=True)
         if hung:
             print("hanging candidates' verdicts: " + ", ".join(f"{v.category.value} ({v.detail[:60]})" for v in hung))
 
