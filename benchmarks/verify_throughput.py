@@ -116,7 +116,7 @@ def hang_cost(pairs, args, root: Path) -> None:
         print("  median phase s: " + ", ".join(
             f"{k} {statistics.median(v.phases.get(k, 0.0) for v in shared):.2f}" for k in phases), flush=True)
         if hung:
-            print("hanging candidates' verdicts: " + ", ".join(f"{v.category.value} ({v.detail[:60]})" for v in hung))
+            print("hanging candidates' verdicts: " + ", ".join(f"{v.category.value} ({v.detail[:300]})" for v in hung))
 
 
 def main() -> None:

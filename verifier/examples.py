@@ -145,8 +145,11 @@ def example_candidate(problem: Problem, backend: str, body: str | None = None, t
                      backend=backend, origin=f"example:{tag}")
 
 
-# An element that never finishes (volatile: the loop cannot be optimised away): a kernel that hangs.
-HANG_BODY = "[&] { volatile int spin = 1; while (spin) {} return v; }()"
+# An element that never finishes: a kernel that hangs. The loop must have an effect the compiler keeps: a
+# volatile local is enough for a host compiler, but on the H200 that kernel returned (its verdict was
+# wrong_output, not timeout); a GPU loop reads the clock anew on every pass.
+HANG_BODY = {"cpu": "[&] { volatile int spin = 1; while (spin) {} return v; }()",
+             "cuda": "[&] { while (clock64() >= 0) {} return v; }()"}
 
 
 def hanging_candidates(n: int, backend: str) -> list[tuple[Problem, Candidate]]:
@@ -155,7 +158,7 @@ def hanging_candidates(n: int, backend: str) -> list[tuple[Problem, Candidate]]:
     pairs = []
     for i in range(n):
         problem = example_problem(names[i % len(names)], backend)
-        body = HANG_BODY.replace("return v;", f"return v + {i}.0f * 0.f;")
+        body = HANG_BODY[backend].replace("return v;", f"return v + {i}.0f * 0.f;")
         pairs.append((problem, example_candidate(problem, backend, body, "hang")))
     return pairs
 

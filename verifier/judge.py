@@ -48,7 +48,6 @@ MAX_TIMING_RUNS = 100
 TIMING_HARNESS_BUDGET_S = 0.5  # more timed calls than the timing_runs asked for only while handing out their
 # inputs (off the clock, but inside the device's exclusive timing) costs less than this per timing
 TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per call: fewer calls if they are large)
-HELD_REFERENCE_BOXES = 4  # reference sandboxes kept between a problem's trials and its eager baseline's timing
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
@@ -170,7 +169,6 @@ class _Reference:
     sets: TensorStash | None = None  # the timed calls' inputs: entry i for timed call i, each a file of the judge's
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
-    box: Sandbox | None = None  # its sandbox, the last trial's inputs in place, held for the eager baseline's timing
 
     @property
     def most_runs(self) -> int:
@@ -184,13 +182,7 @@ class _Reference:
     def inputs(self, trial: _Trial) -> list[Any]:
         return self.stash.get(trial.entry)[:trial.n_inputs]
 
-    def take_box(self) -> Sandbox | None:
-        box, self.box = self.box, None
-        return box
-
     def close(self) -> None:
-        if self.box is not None:
-            self.box.close()
         self.stash.close()
         if self.sets is not None:
             self.sets.close()
@@ -252,7 +244,6 @@ class Judge:
         self._references: dict[tuple[str, int], _Reference] = {}
         self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
         self._bandwidth: dict[int, tuple[float, int]] = {}
-        self._held: list[_Reference] = []
         self._locks: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
         # large references' trials and timing inputs, on this judge's disk (no sandbox sees the cache directory)
@@ -393,8 +384,7 @@ class Judge:
 
     def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
         """The reference's trials, one at a time: each trial's tensors go to the stash (kept in memory while
-        small, on disk otherwise) before the next is made. The sandbox is kept (the last trial's inputs in
-        place) to make the timing sets and time the eager baseline."""
+        small, on disk otherwise) before the next is made."""
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
         box, init_inputs = self._reference_box(problem, device_index)
         slowest = 0.0
@@ -414,21 +404,21 @@ class Judge:
             reference = _Reference(init_inputs, trials, stash, device, slowest, None, input_bytes, output_bytes)
         except BaseException:
             stash.close()
-            box.close()
             raise
-        self._hold(reference, box)
+        finally:
+            box.close()
         return reference
 
     def _timing_sets(self, problem: Problem, device_index: int) -> TensorStash:
         """The timed calls' input sets of a problem, made once — when a first candidate has passed its trials,
-        before any device is taken alone — by the reference's sandbox (the one its trials used, if held).
+        before any device is taken alone — by the reference's get_inputs in a sandbox of its own.
         No set serves two timed calls (a result remembered by its inputs' values would be right, and free,
         the second time), and the sandbox keeps every timed call's outputs until the judge names those it
         checks: both bound the number of timed calls."""
         reference = self.reference(problem, device_index)
         with self._once(("sets", problem.id, device_index)):
             if reference.sets is None:
-                box = self._take_held(reference) or self._reference_box_at(problem, device_index, len(reference.trials) - 1)
+                box, _ = self._reference_box(problem, device_index)
                 sets = self._stash(memory_bytes=0)  # every set a file: sandboxes read them themselves
                 try:
                     most_runs = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // reference.input_bytes,
@@ -436,10 +426,10 @@ class Judge:
                     self._reference_sets(box, problem, most_runs, sets)
                 except BaseException:
                     sets.close()
-                    box.close()
                     raise
+                finally:
+                    box.close()
                 reference.sets = sets
-                self._hold(reference, box)
             return reference.sets
 
     def _reference_box_at(self, problem: Problem, device_index: int, trial: int, processes: bool = False) -> Sandbox:
@@ -452,41 +442,24 @@ class Judge:
             raise
         return box
 
-    def _take_held(self, reference: _Reference) -> Sandbox | None:
-        with self._lock:
-            if reference in self._held:
-                self._held.remove(reference)
-            return reference.take_box()
-
-    def _hold(self, reference: _Reference, box: Sandbox) -> None:
-        """Keep a reference's sandbox for its eager baseline; the oldest of more than HELD_REFERENCE_BOXES is
-        stopped (its baseline then starts a sandbox of its own)."""
-        with self._lock:
-            if reference.box is not None:
-                reference.box.close()
-            reference.box = box
-            self._held.append(reference)
-            while len(self._held) > HELD_REFERENCE_BOXES:
-                old = self._held.pop(0).take_box()
-                if old is not None:
-                    old.close()
-
     def _trial_limit(self, reference_seconds: float) -> float:
         """How long a candidate's trial may run: HANG_FACTOR times the reference's own, at least HANG_FLOOR_S,
         at most verifier.run_timeout_s. A hung kernel is killed in about a second or two, not after the
         whole run timeout, and so holds the device (and the timing of others) no longer than that."""
         return min(self.config.run_timeout_s, max(HANG_FLOOR_S, HANG_FACTOR * reference_seconds + HANG_FLOOR_S))
 
-    def baseline(self, problem: Problem, device_index: int, compiled: bool = False) -> _Baseline | None:
+    def baseline(self, problem: Problem, device_index: int, compiled: bool = False,
+                 devices: Devices | None = None) -> _Baseline | None:
         """The reference timed the way candidates are (the same input set for each timed call, the same
         harness, the judge's clock around it), eager or under torch.compile (None when torch.compile cannot
-        take it). The eager baseline also fixes the timed calls' inputs and the outputs the judge checks."""
+        take it); with `devices`, its timed calls take the device alone (the caller must not hold it). The
+        eager baseline also fixes the number of timed calls and the outputs the judge checks."""
         key = (problem.id, device_index, compiled)
         with self._once(("baseline", *key)):
             if key not in self._baselines:
                 try:
-                    eager = None if not compiled else self.baseline(problem, device_index)
-                    self._baselines[key] = self._time_reference(problem, device_index, eager)
+                    eager = None if not compiled else self.baseline(problem, device_index, devices=devices)
+                    self._baselines[key] = self._time_reference(problem, device_index, eager, devices)
                 except ReferenceError as exc:
                     if not compiled:
                         raise
@@ -512,7 +485,8 @@ class Judge:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc})") \
                     from exc
 
-    def _time_reference(self, problem: Problem, device_index: int, eager: _Baseline | None) -> _Baseline:
+    def _time_reference(self, problem: Problem, device_index: int, eager: _Baseline | None,
+                        devices: Devices | None) -> _Baseline:
         """Time the reference in its sandbox (warm-up on the last trial's inputs, timed calls on the reference's
         timing sets); `eager` given: under torch.compile, on the eager baseline's run count."""
         cfg = self.config
@@ -520,16 +494,17 @@ class Judge:
         reference = self.reference(problem, device_index)
         sets = self._timing_sets(problem, device_index)
         last = len(reference.trials) - 1  # the trial whose inputs the warm-up uses (a candidate's too)
-        box = (None if compiled else self._take_held(reference)) \
-            or self._reference_box_at(problem, device_index, last, processes=compiled)  # inductor starts compilers
+        # started (and torch.compile's compilers, when compiled) before the device is taken alone
+        box = self._reference_box_at(problem, device_index, last, processes=compiled)
         expected = eager.expected if compiled else self._stash()
         try:
             runs = eager.runs if compiled else min(cfg.timing_runs, reference.most_runs)
             for attempt in range(2):
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
-                box.send(("time", last, cfg.timing_warmup, runs, compiled))
-                result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), sets, runs, checked,
-                                     reference.output_bytes)
+                with devices.timing(device_index) if devices else nullcontext():
+                    box.send(("time", last, cfg.timing_warmup, runs, compiled))
+                    result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), sets, runs,
+                                         checked, reference.output_bytes)
                 if not isinstance(result, _Window):
                     raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed: "
                                          f"{_reference_failure(result, box)}")
@@ -643,9 +618,13 @@ class Judge:
         phases.mark("trials")
         if outcome is not None:
             return outcome
-        # the timing sets, and the warm-up's inputs (the last trial's, as the reference's), before the device
-        # is taken alone
+        # the timing sets, the baselines (each timed alone) and the warm-up's inputs (the last trial's, as the
+        # reference's) before this candidate takes the device alone
         self._timing_sets(problem, device_index)
+        self.baseline(problem, device_index, devices=devices)
+        if self.device == "cuda" and self.config.compare_torch_compile:
+            self.baseline(problem, device_index, compiled=True, devices=devices)
+        phases.mark("baselines")
         warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[-1]))
         with devices.timing(device_index):
             phases.mark("wait_for_device")
