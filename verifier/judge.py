@@ -45,8 +45,6 @@ INIT_SEED = 42
 SPEEDUP_SANITY_BOUND = 1000.0  # a claimed speedup above this is re-measured before it is believed
 MIN_TIMING_WINDOW_S = 0.02  # timed calls together last at least this long, so the judge's clock resolves them
 MAX_TIMING_RUNS = 100
-TIMING_HARNESS_BUDGET_S = 0.5  # more timed calls than the timing_runs asked for only while handing out their
-# inputs (off the clock, but inside the device's exclusive timing) costs less than this per timing
 TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per call: fewer calls if they are large)
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
@@ -166,13 +164,17 @@ class _Reference:
     stash: TensorStash  # one entry per trial, in memory while small, on the judge's disk otherwise
     device: str  # where expected outputs are compared
     seconds: float = 0.0  # the slowest reference trial by the judge's clock (inputs, forward, outputs)
-    sets: TensorStash | None = None  # the timed calls' inputs: entry i for timed call i, each a file of the judge's
+    sets: TensorStash | None = None  # the timed calls' inputs (entry i: timed call i's), each a file of the judge's
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
 
     @property
     def most_runs(self) -> int:
-        return len(self.sets) if self.sets is not None else 0
+        """No set serves two timed calls (a result remembered by its inputs' values would be right, and free,
+        the second time), and a sandbox keeps every timed call's outputs until the judge names those it
+        checks: both bound the number of timed calls."""
+        return max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // max(1, self.input_bytes),
+                          TIMING_OUTPUT_BYTES // max(1, self.output_bytes)))
 
     def load(self, trial: _Trial) -> tuple[list[Any], list[torch.Tensor]]:
         """One trial's inputs (host) and expected outputs (on the comparison device)."""
@@ -401,36 +403,15 @@ class Judge:
                 entry = stash.append([*inputs, *(t.to(device) for t in expected)])
                 trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), entry, len(inputs), expected_digest))
                 del inputs, expected
-            reference = _Reference(init_inputs, trials, stash, device, slowest, None, input_bytes, output_bytes)
+            # the timing sets: made by the eager baseline, as many as it times, each a file that sandboxes read
+            reference = _Reference(init_inputs, trials, stash, device, slowest, self._stash(memory_bytes=0),
+                                   input_bytes, output_bytes)
         except BaseException:
             stash.close()
             raise
         finally:
             box.close()
         return reference
-
-    def _timing_sets(self, problem: Problem, device_index: int) -> TensorStash:
-        """The timed calls' input sets of a problem, made once — when a first candidate has passed its trials,
-        before any device is taken alone — by the reference's get_inputs in a sandbox of its own.
-        No set serves two timed calls (a result remembered by its inputs' values would be right, and free,
-        the second time), and the sandbox keeps every timed call's outputs until the judge names those it
-        checks: both bound the number of timed calls."""
-        reference = self.reference(problem, device_index)
-        with self._once(("sets", problem.id, device_index)):
-            if reference.sets is None:
-                box, _ = self._reference_box(problem, device_index)
-                sets = self._stash(memory_bytes=0)  # every set a file: sandboxes read them themselves
-                try:
-                    most_runs = max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // reference.input_bytes,
-                                           TIMING_OUTPUT_BYTES // max(1, reference.output_bytes)))
-                    self._reference_sets(box, problem, most_runs, sets)
-                except BaseException:
-                    sets.close()
-                    raise
-                finally:
-                    box.close()
-                reference.sets = sets
-            return reference.sets
 
     def _reference_box_at(self, problem: Problem, device_index: int, trial: int, processes: bool = False) -> Sandbox:
         """A fresh reference sandbox that has run `trial` (its inputs in place for a timing's warm-up)."""
@@ -492,7 +473,7 @@ class Judge:
         cfg = self.config
         compiled = eager is not None
         reference = self.reference(problem, device_index)
-        sets = self._timing_sets(problem, device_index)
+        sets = reference.sets
         last = len(reference.trials) - 1  # the trial whose inputs the warm-up uses (a candidate's too)
         # started (and torch.compile's compilers, when compiled) before the device is taken alone
         box = self._reference_box_at(problem, device_index, last, processes=compiled)
@@ -500,6 +481,8 @@ class Judge:
         try:
             runs = eager.runs if compiled else min(cfg.timing_runs, reference.most_runs)
             for attempt in range(2):
+                if not compiled:  # made here, before the device is taken alone
+                    self._reference_sets(box, problem, runs, sets)
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
                 with devices.timing(device_index) if devices else nullcontext():
                     box.send(("time", last, cfg.timing_warmup, runs, compiled))
@@ -508,11 +491,11 @@ class Judge:
                 if not isinstance(result, _Window):
                     raise ReferenceError(f"problem {problem.name or problem.id}: timing the reference failed: "
                                          f"{_reference_failure(result, box)}")
-                # short calls: time enough of them for the judge's clock to resolve them, as long as handing
-                # out their inputs (the harness's cost per call) stays within TIMING_HARNESS_BUDGET_S
+                # short calls: time enough of them for the judge's clock to resolve the window. What it
+                # resolves is a call together with the harness's own work for it (handing over its inputs):
+                # where that work outweighs the call, more calls would not separate the two any better.
                 harness = max(0.0, result.window - result.total) / runs
-                wanted = min(reference.most_runs, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed, 1e-9)),
-                             max(runs, int(TIMING_HARNESS_BUDGET_S / max(harness, 1e-9))))
+                wanted = min(reference.most_runs, math.ceil(MIN_TIMING_WINDOW_S / max(result.claimed + harness, 1e-9)))
                 if compiled or wanted <= runs or attempt == 1:
                     break
                 runs = wanted
@@ -618,9 +601,8 @@ class Judge:
         phases.mark("trials")
         if outcome is not None:
             return outcome
-        # the timing sets, the baselines (each timed alone) and the warm-up's inputs (the last trial's, as the
-        # reference's) before this candidate takes the device alone
-        self._timing_sets(problem, device_index)
+        # the baselines (their timed calls alone on the device) and the warm-up's inputs (the last trial's, as
+        # the reference's) before this candidate takes the device alone
         self.baseline(problem, device_index, devices=devices)
         if self.device == "cuda" and self.config.compare_torch_compile:
             self.baseline(problem, device_index, compiled=True, devices=devices)
