@@ -16,6 +16,7 @@ from warehouse.tracking import Tracker
 def pipeline(config_path: str | None = None, overrides: list[str] | None = None) -> dict[str, str]:
     """Run every stage in order; each stage run records its parent, so lineage reaches back to `synthesize`.
 
+    With `evaluate.after`, the policy is also evaluated after those stages (`evaluate@<stage>` in the result).
     Returns {stage: stage_run_id}.
     """
     config = load_config(config_path, overrides)
@@ -34,6 +35,8 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None)
             else:
                 previous = stage_task(config, previous, **kwargs)
             runs[stage] = previous
+            if stage in config.evaluate.after:  # a side branch: the next stage builds on `previous`, not on this
+                runs[f"evaluate@{stage}"] = STAGE_TASKS["evaluate"](config, previous, **kwargs)
     except BaseException:
         parent.finish(ok=False)
         raise

@@ -30,7 +30,8 @@ from typing import Any
 import torch
 import torch.fx
 
-from operators.graph import ExportedGraph, export_graph, op_short_name, structural_signature
+from operators.dedup import inputs_construction
+from operators.graph import ExportedGraph, dataflow_pattern, export_graph, op_short_name, structural_signature
 from operators.measures import difficulty, measure_graph
 from schemas.config import ConfigError, SynthesizeConfig
 from schemas.records import Problem, Split, content_hash
@@ -666,7 +667,8 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
             id=problem_id, source="nnsmith", reference=reference, op_families=list(mine.families),
             difficulty=difficulty(full), name=f"nnsmith_{'fused_' if draw.kind == 'fused' else ''}{draw.seed}",
             scale=round(scale, 3), cuda_working_set_bytes=full.total_bytes, drawn_family=draw.family,
-            measures={**mine.as_record(), "cuda": full.as_record(), "kind": draw.kind}))
+            measures={**mine.as_record(), "cuda": full.as_record(), "kind": draw.kind},
+            pattern=content_hash(dataflow_pattern(graph), inputs_construction(reference, sizes=False))))
         report.kept += 1
         report.fused += draw.kind == "fused"
         scales.append(scale)
@@ -686,10 +688,23 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
     return assign_splits(problems, config.test_fraction, seed), report
 
 
-def assign_splits(problems: list[Problem], test_fraction: float, seed: int) -> list[Problem]:
-    """Deterministic train/test split by id hash, with at least one test problem when asked for."""
-    ordered = sorted(problems, key=lambda p: content_hash(p.id, str(seed)))
-    n_test = max(1, round(len(problems) * test_fraction)) if test_fraction > 0 and len(problems) > 1 else 0
-    test_ids = {p.id for p in ordered[:n_test]}
-    return [p.model_copy(update={"split": Split.test if p.id in test_ids else Split.train}) for p in problems]
-
+def assign_splits(problems: list[Problem], test_fraction: float, seed: int,
+                  validation_fraction: float = 0.0) -> list[Problem]:
+    """Deterministic train/validation/test split by structure: problems that share a `pattern` (one graph at
+    other sizes or names) go to the same split, so no held-out graph is a training graph in disguise. Groups
+    are ordered by a hash of their pattern and the seed and dealt to test, then validation, until each holds
+    its share of problems (at least one each when asked for and there is a group to spare)."""
+    groups: dict[str, list[Problem]] = {}
+    for p in problems:
+        groups.setdefault(p.pattern or p.id, []).append(p)
+    ordered = sorted(groups, key=lambda key: content_hash(key, str(seed)))
+    split_of: dict[str, Split] = {}
+    taken = 0
+    for split, fraction in ((Split.test, test_fraction), (Split.validation, validation_fraction)):
+        want = max(1, round(len(problems) * fraction)) if fraction > 0 else 0
+        have = 0
+        while have < want and len(ordered) - taken > 1:
+            split_of[ordered[taken]] = split
+            have += len(groups[ordered[taken]])
+            taken += 1
+    return [p.model_copy(update={"split": split_of.get(p.pattern or p.id, Split.train)}) for p in problems]

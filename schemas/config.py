@@ -21,6 +21,12 @@ STAGES = ("synthesize", "hints", "distill", "sft", "rft", "warmup_rl", "leap_rl"
 # The DAG: the stage whose run each stage reads from (its `--from-run`).
 UPSTREAM = {"hints": "synthesize", "distill": "hints", "sft": "distill", "rft": "sft", "warmup_rl": "rft",
             "leap_rl": "warmup_rl", "evaluate": "leap_rl"}
+POLICY_STAGES = ("sft", "rft", "warmup_rl", "leap_rl")  # the stages that leave a policy checkpoint
+
+
+def accepted_parents(stage: str) -> tuple[str, ...]:
+    """The stages whose runs `stage` may build on: its upstream stage; for `evaluate`, any policy stage."""
+    return POLICY_STAGES if stage == "evaluate" else ((UPSTREAM[stage],) if stage in UPSTREAM else ())
 
 
 class ConfigError(ValueError):
@@ -81,7 +87,10 @@ _HUB_DATASET = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?(?<!\.parque
 
 class SynthesizeConfig(StrictModel):
     num_problems: int = Field(20, ge=0, description="NNSmith problems to synthesize (0: imports only)")
-    test_fraction: float = Field(0.2, ge=0.0, lt=1.0)
+    test_fraction: float = Field(0.2, ge=0.0, lt=1.0, description="share of problems held out for evaluation; "
+                                 "split by structure (no test graph is a train graph at other sizes or names)")
+    validation_fraction: float = Field(0.0, ge=0.0, lt=1.0, description="share held out for choices (tuning, "
+                                       "early stopping), split the same way; the test split is never for choices")
     min_nodes: int = Field(2, ge=1, description="fewest compute nodes of a graph (counted after torch.export)")
     max_nodes: int = Field(4, ge=1, description="most compute nodes of a graph (counted after torch.export); "
                            "each graph draws its count in [min_nodes, max_nodes]")
@@ -120,6 +129,9 @@ class SynthesizeConfig(StrictModel):
     def _ranges(self) -> "SynthesizeConfig":
         if self.min_nodes > self.max_nodes:
             raise ValueError(f"min_nodes ({self.min_nodes}) must be <= max_nodes ({self.max_nodes})")
+        if self.test_fraction + self.validation_fraction >= 1:
+            raise ValueError(f"test_fraction + validation_fraction must leave problems to train on (got "
+                             f"{self.test_fraction} + {self.validation_fraction})")
         low, high = self.cuda_working_set_mb
         if not 0 < low <= high:
             raise ValueError(f"cuda_working_set_mb must be [low, high] with 0 < low <= high (got {[low, high]})")
@@ -334,8 +346,15 @@ class LeapRLConfig(PolicyOptimConfig):
 class EvaluateConfig(StrictModel):
     max_turns: int = Field(3, ge=1)
     samples_per_problem: int = Field(1, ge=1)
+    pass_k: list[int] = Field(default_factory=lambda: [1, 5, 10], description="k of the pass@k metrics (unbiased "
+                              "estimator, turn 1); those above samples_per_problem are left out")
     generation: GenerationConfig = GenerationConfig(temperature=0.7)
     faster_threshold: float = Field(1.1, gt=0)
+    split: Literal["test", "validation"] = Field("test", description="held-out problems to evaluate on; "
+                                                 "`validation` for choices, `test` for the numbers you report")
+    after: list[Literal["sft", "rft", "warmup_rl"]] = Field(
+        default_factory=list, description="the pipeline also evaluates the policy after these stages (the last "
+        "stage is always evaluated), each evaluation an MLflow run nested under the stage run it evaluates")
 
 
 class PipelineConfig(StrictModel):

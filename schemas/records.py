@@ -25,6 +25,7 @@ class Record(BaseModel):
 
 class Split(str, Enum):
     train = "train"
+    validation = "validation"  # for choices (tuning, early stopping); the test split is never used for them
     test = "test"
 
 
@@ -60,6 +61,9 @@ class Problem(Record):
     cuda_working_set_bytes: int | None = None
     measures: dict[str, Any] = Field(default_factory=dict)
     drawn_family: str | None = None
+    # Shape- and name-agnostic structure (the dataflow of ops and how get_inputs builds its tensors, numbers
+    # left out): problems that share it are one graph at different sizes or names, and go to the same split.
+    pattern: str | None = None
 
     @staticmethod
     def make_id(reference: str) -> str:

@@ -20,7 +20,7 @@ from prefect.exceptions import TerminationSignal
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from schemas.config import UPSTREAM, PipelineConfig, config_hash
+from schemas.config import PipelineConfig, accepted_parents, config_hash
 from schemas.records import Candidate, Problem, StageStatus, Verdict
 from verifier.analysis import ReferenceAnalyser
 from verifier.pool import VerifierPool, make_pool
@@ -156,13 +156,15 @@ def failure_text(exc: BaseException) -> str:
 
 @contextmanager
 def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipeline_mlflow_run_id: str | None = None,
-              pipeline_run_id: str | None = None, resume_run_id: str | None = None) -> Iterator[StageContext]:
+              pipeline_run_id: str | None = None, resume_run_id: str | None = None,
+              nest_under_parent: bool = False) -> Iterator[StageContext]:
     """Record a stage run around its body: warehouse row + nested MLflow run; failed on any exception,
     a terminating signal included.
 
     Outputs a later stage reads are only taken from runs that end `succeeded`. With `resume_run_id`, an
     interrupted run is reopened instead, under the config it recorded. Runs left `running` by a process
-    that died unannounced (SIGKILL) are marked failed first.
+    that died unannounced (SIGKILL) are marked failed first. `nest_under_parent`: the MLflow run is nested
+    under its (first) parent's MLflow run rather than the pipeline's (an evaluation under what it evaluates).
     """
     home = Home.of(config)
     warehouse = Warehouse(home.warehouse_path)
@@ -182,7 +184,7 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
         warehouse.reopen_stage_run(run.id)
     else:
         for parent in parent_ids:  # never build on a failed or running parent, nor on the wrong stage
-            warehouse.succeeded_run(parent, stage=UPSTREAM.get(stage))
+            warehouse.succeeded_run(parent, stage=accepted_parents(stage))
         resolved = config.stage_config(stage)
         run = warehouse.begin_stage_run(stage, resolved, config_hash(resolved), parent_ids, pipeline_run_id)
     # The row is `running` under this process from here on: every way out below ends it.
@@ -193,7 +195,10 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
             logger = (tracker.resume_run(run.mlflow_run_id) if run.mlflow_run_id
                       else tracker.start_run(f"{stage}:{run.id}"))
         else:
-            logger = tracker.start_run(f"{stage}:{run.id}", params=resolved, parent_run_id=pipeline_mlflow_run_id,
+            mlflow_parent = pipeline_mlflow_run_id
+            if nest_under_parent and parent_ids:
+                mlflow_parent = warehouse.stage_run(parent_ids[0]).mlflow_run_id or mlflow_parent
+            logger = tracker.start_run(f"{stage}:{run.id}", params=resolved, parent_run_id=mlflow_parent,
                                        tags={"kerneldojo.stage": stage, "kerneldojo.stage_run_id": run.id,
                                              "kerneldojo.parents": ",".join(parent_ids)})
             warehouse.set_mlflow_run(run.id, logger.run_id)

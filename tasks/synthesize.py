@@ -12,11 +12,12 @@ from contextlib import contextmanager
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from operators.dedup import deduplicate, decontaminate
+from operators.dedup import deduplicate, decontaminate, inputs_construction
 from operators.imports import load_hf_problems, load_kernelbench
 from operators.measures import kernelbench_reference
 from operators.synthesis import assign_splits, synthesize_problems
 from schemas.config import ConfigError, PipelineConfig
+from schemas.records import content_hash
 from tasks.common import StageContext, progress_bar, stage_run
 from tasks.plots import bar_chart, close, size_histograms
 
@@ -47,7 +48,7 @@ def _imported(ctx: StageContext) -> list:
         ctx.mlflow.log_metrics({"import/hf": report.imported, "import/hf_skipped": len(report.skipped)})
         if report.skipped:
             ctx.mlflow.log_json(report.skipped, "import_hf_skipped.json")
-    return assign_splits(problems, cfg.test_fraction, ctx.config.seed) if problems else []
+    return problems
 
 
 def _runnable(ctx: StageContext, imported: list) -> tuple[list, list[dict]]:
@@ -61,15 +62,16 @@ def _runnable(ctx: StageContext, imported: list) -> tuple[list, list[dict]]:
 
     def analyse(problem):
         try:
-            ctx.analyser.export(problem)
-            return None
+            pattern = ctx.analyser.export(problem)["pattern"]
         except AnalysisError as exc:
-            return str(exc)
+            return problem, str(exc)
+        return problem.model_copy(update={
+            "pattern": content_hash(pattern, inputs_construction(problem.reference, sizes=False))}), None
 
     kept, dropped = [], []
     with progress_bar("analyse imported problems (sandboxed)", len(imported)) as advance, \
             ThreadPoolExecutor(max_workers=max(1, min(8, len(os.sched_getaffinity(0))))) as threads:
-        for problem, error in zip(imported, threads.map(analyse, imported)):
+        for problem, error in threads.map(analyse, imported):
             advance(1)
             if error is None:
                 kept.append(problem)
@@ -127,6 +129,8 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
             ctx.mlflow.log_metrics({f"decontaminated/{k}": v for k, v in decon_report.counts().items()})
         if not problems:
             raise RuntimeError("no problems: set synthesize.num_problems or an import (kernelbench_dir, hf_dataset)")
+        # one split over everything kept, by structure: an import and a graph of the same shape go together
+        problems = assign_splits(problems, cfg.test_fraction, config.seed, cfg.validation_fraction)
         ctx.warehouse.add_problems(ctx.run_id, problems)
         if dropped:
             ctx.mlflow.log_json(dropped, "dropped_problems.json")
@@ -157,6 +161,7 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
                                                    "scale", "cuda_working_set_bytes", "drawn_family"})
                              for p in problems[:5]], "sample_problems.json")
         ctx.summary.update(problems=len(problems), train=splits.get("train", 0), test=splits.get("test", 0),
+                           validation=splits.get("validation", 0),
                            attempts=report.attempts, dropped=len(dropped))
         return ctx.run_id
 

@@ -19,7 +19,8 @@ import torch
 
 SMALL = ["synthesize.num_problems=8", "synthesize.test_fraction=0.25", "sft.epochs=40",
          "rft.samples_per_problem=2", "warmup_rl.steps=1", "warmup_rl.prompts_per_step=3",
-         "leap_rl.steps=1", "leap_rl.prompts_per_step=3", "leap_rl.max_turns=2", "evaluate.max_turns=2"]
+         "leap_rl.steps=1", "leap_rl.prompts_per_step=3", "leap_rl.max_turns=2", "evaluate.max_turns=2",
+         "evaluate.after=[sft]"]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,9 @@ def demo(tmp_path_factory, verifier_cache):
 
 def test_every_stage_succeeded_with_lineage_to_synthesize(demo):
     runs, _, _, wh = demo
-    assert list(runs) == list(STAGES)
+    assert [r for r in runs if not r.startswith("evaluate@")] == list(STAGES)
+    assert wh.stage_run(runs["evaluate@sft"]).parent_ids == [runs["sft"]]  # a side branch off sft
+    assert wh.stage_run(runs["rft"]).parent_ids == [runs["sft"]]
     lineage = [r.stage for r in wh.lineage(runs["evaluate"])]
     assert lineage == list(reversed(STAGES))
     assert all(r.status.value == "succeeded" for r in wh.lineage(runs["evaluate"]))
@@ -93,7 +96,16 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     children = [r for r in all_runs if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 1
     assert {r.data.tags["kerneldojo.stage"] for r in children} == set(STAGES)
-    assert all(r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for r in children)
+    by_id = {r.info.run_id: r for r in children}
+    stages = [r for r in children if r.data.tags["kerneldojo.stage"] != "evaluate"]
+    assert all(r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for r in stages)
+    # an evaluation is nested under the stage run it evaluates: SFT's and LEAP's side by side in one view
+    evaluations = [r for r in children if r.data.tags["kerneldojo.stage"] == "evaluate"]
+    assert sorted(by_id[r.data.tags["mlflow.parentRunId"]].data.tags["kerneldojo.stage"] for r in evaluations) \
+        == ["leap_rl", "sft"]
+    assert sorted(r.data.tags["kerneldojo.evaluates"] for r in evaluations) == ["leap_rl", "sft"]
+    assert all({"accuracy/turn_1", "accuracy/turn_2", "pass@1/turn_1", "faster_rate"} <= set(r.data.metrics)
+               for r in evaluations)
     sft = next(r for r in children if r.data.tags["kerneldojo.stage"] == "sft")
     assert sft.data.params["sft.epochs"] == "40.0" and "train/loss" in sft.data.metrics
     assert wh.stage_run(runs["sft"]).mlflow_run_id == sft.info.run_id
@@ -103,6 +115,17 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     assert {"sample_kernels.json", "op_families.png"} <= artifacts["distill"] | artifacts["synthesize"]
     assert "sizes.png" in artifacts["synthesize"]
     assert "sample_kernels.json" in artifacts["leap_rl"] and "accuracy_by_turn.png" in artifacts["evaluate"]
+
+
+def test_evaluate_takes_any_policy_stage_and_nothing_else(demo):
+    runs, _, overrides, wh = demo
+    evaluated = stage(name="evaluate", from_run=runs["warmup_rl"], overrides=overrides)
+    assert wh.stage_run(evaluated).status.value == "succeeded"
+    assert wh.summary(evaluated)["evaluated"] == f"warmup_rl:{runs['warmup_rl']}"
+    assert wh.count("eval_results", evaluated) > 0
+    with pytest.raises(WarehouseError, match="is a 'distill' run, expected a 'sft' or 'rft' or 'warmup_rl' or "
+                                             "'leap_rl' run"):
+        stage(name="evaluate", from_run=runs["distill"], overrides=overrides)
 
 
 def test_rerun_one_stage_from_an_earlier_run(demo):

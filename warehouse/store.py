@@ -81,6 +81,7 @@ ALTER TABLE problems ADD COLUMN IF NOT EXISTS scale DOUBLE;
 ALTER TABLE problems ADD COLUMN IF NOT EXISTS cuda_working_set_bytes BIGINT;
 ALTER TABLE problems ADD COLUMN IF NOT EXISTS measures VARCHAR;
 ALTER TABLE problems ADD COLUMN IF NOT EXISTS drawn_family VARCHAR;
+ALTER TABLE problems ADD COLUMN IF NOT EXISTS pattern VARCHAR;
 """
 STAGE_RUN_COLUMNS = ("id, stage, status, config, config_hash, parent_ids, mlflow_run_id, pipeline_run_id, "
                      "started, finished, error")
@@ -210,11 +211,13 @@ class Warehouse:
             row = con.execute("SELECT summary FROM stage_runs WHERE id = ?", [run_id]).fetchone()
         return json.loads(row[0]) if row and row[0] else {}
 
-    def succeeded_run(self, run_id: str, stage: str | None = None) -> StageRun:
-        """A run a later stage may read from: it exists, succeeded and (optionally) is of `stage`."""
+    def succeeded_run(self, run_id: str, stage: str | tuple[str, ...] | None = None) -> StageRun:
+        """A run a later stage may read from: it exists, succeeded and (optionally) is of `stage` (one of them)."""
         run = self.stage_run(run_id)
-        if stage and run.stage != stage:
-            raise WarehouseError(f"stage run {run_id} is a {run.stage!r} run, expected a {stage!r} run")
+        stages = (stage,) if isinstance(stage, str) else (stage or ())
+        if stages and run.stage not in stages:
+            raise WarehouseError(f"stage run {run_id} is a {run.stage!r} run, expected a "
+                                 f"{' or '.join(repr(s) for s in stages)} run")
         if run.status != StageStatus.succeeded:
             raise WarehouseError(f"stage run {run_id} is {run.status.value}; only succeeded runs feed later stages")
         return run
@@ -263,7 +266,7 @@ class Warehouse:
         return self._insert("problems", [
             [run_id, p.id, p.source, p.name, p.reference, json.dumps(p.op_families), p.difficulty, p.split.value,
              json.dumps([h.model_dump() for h in p.hints]), p.scale, p.cuda_working_set_bytes,
-             json.dumps(p.measures), p.drawn_family] for p in problems])
+             json.dumps(p.measures), p.drawn_family, p.pattern] for p in problems])
 
     def add_candidates(self, run_id: str, candidates: Iterable[Candidate]) -> int:
         return self._insert("candidates", [
@@ -314,7 +317,7 @@ class Warehouse:
                         op_families=json.loads(r["op_families"] or "[]"), difficulty=r["difficulty"],
                         split=r["split"], hints=json.loads(r["hints"] or "[]"), scale=r["scale"] or 1.0,
                         cuda_working_set_bytes=r["cuda_working_set_bytes"], measures=json.loads(r["measures"] or "{}"),
-                        drawn_family=r["drawn_family"]) for r in rows]
+                        drawn_family=r["drawn_family"], pattern=r["pattern"]) for r in rows]
 
     def candidates(self, run_id: str) -> list[Candidate]:
         rows = self._rows("SELECT * FROM candidates WHERE stage_run_id = ? ORDER BY id", [run_id])

@@ -1,0 +1,24 @@
+"""Evaluation metrics on hand-computed cases: the unbiased pass@k estimator."""
+
+import pytest
+
+from training.evaluation import pass_at_k
+
+
+@pytest.mark.parametrize("n, c, k, expected", [
+    (5, 2, 1, 0.4),            # c/n
+    (5, 2, 2, 1 - 3 / 10),     # 1 - C(3,2)/C(5,2)
+    (10, 3, 5, 1 - 21 / 252),  # 1 - C(7,5)/C(10,5)
+    (5, 0, 3, 0.0),
+    (5, 5, 3, 1.0),
+    (4, 1, 4, 1.0),            # k = n: any pass among all samples
+    (4, 3, 2, 1.0),            # fewer failures than k: every draw holds a pass
+])
+def test_pass_at_k_matches_the_unbiased_estimator(n, c, k, expected):
+    assert pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+def test_pass_at_k_refuses_impossible_counts():
+    for n, c, k in [(5, 2, 0), (5, 2, 6), (5, 6, 1), (5, -1, 1)]:
+        with pytest.raises(ValueError, match="pass@k needs"):
+            pass_at_k(n, c, k)
