@@ -57,6 +57,9 @@ class VerifierConfig(StrictModel):
     use_cache: bool = True
     fast_build: bool = Field(True, description="fast build path (precompiled header on cpu; no torch headers on "
                              "cuda) instead of plain load_inline")
+    kept_problems: int = Field(128, ge=1, description="problems whose reference trials, timing sets and baselines "
+                               "the judge keeps between verdicts; beyond, the least recently judged are dropped "
+                               "(and made again if they come back)")
     spare_sandboxes: int = Field(4, ge=0, description="sandboxes started ahead of their candidates, per device, "
                                  "so process start and CUDA context creation are off the verdict's clock")
     cache_dir: str | None = Field(None, description="build + verdict cache; default <home>/cache/verifier "

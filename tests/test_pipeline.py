@@ -104,7 +104,7 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     assert sorted(by_id[r.data.tags["mlflow.parentRunId"]].data.tags["kerneldojo.stage"] for r in evaluations) \
         == ["leap_rl", "sft"]
     assert sorted(r.data.tags["kerneldojo.evaluates"] for r in evaluations) == ["leap_rl", "sft"]
-    assert all({"accuracy/turn_1", "accuracy/turn_2", "pass@1/turn_1", "faster_rate"} <= set(r.data.metrics)
+    assert all({"accuracy/turn_1", "accuracy/turn_2", "pass_at_1/turn_1", "faster_rate"} <= set(r.data.metrics)
                for r in evaluations)
     sft = next(r for r in children if r.data.tags["kerneldojo.stage"] == "sft")
     assert sft.data.params["sft.epochs"] == "40.0" and "train/loss" in sft.data.metrics

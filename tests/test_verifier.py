@@ -194,3 +194,27 @@ def test_plain_load_inline_path_gives_the_fast_paths_verdicts(verifier_cache, tm
     for name in ("correct", "cpp_compile_error"):
         v = judge.verify(problem(), candidate(name))
         assert v.category == RED_TEAM[name][1], v.detail
+
+
+def test_the_judge_keeps_a_bounded_number_of_problems(verifier_cache):
+    """Beyond verifier.kept_problems, the least recently judged problem's trials, timing sets and baselines are
+    dropped (their files too), and the problem is judged as before when it comes back."""
+    from verifier.examples import example_candidate, example_problem
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.timing_runs=3", "verifier.kept_problems=1"]).verifier
+    judge = Judge(cfg, verifier_cache)
+    try:
+        first, second = example_problem("relu", "cpu"), example_problem("square", "cpu")
+        v = judge.verify(first, example_candidate(first, "cpu"))
+        assert v.category == V.passed, v.detail
+        files = list(judge._stash_root.rglob("*.bin"))
+        assert files  # the first problem's timing sets
+        assert judge.verify(second, example_candidate(second, "cpu")).category == V.passed
+        assert [key[0] for key in judge._references] == [second.id]
+        assert [key[0] for key in judge._baselines] == [second.id]
+        assert not any(f.exists() for f in files)
+        again = judge.verify(first, example_candidate(first, "cpu", body="v > 0.f ? v : 0.f + 0.f"))
+        assert again.category == V.passed, again.detail
+    finally:
+        judge.close()

@@ -40,7 +40,7 @@ def evaluate_policy(engine: HFRolloutEngine, verify: VerifyBatch, problems: list
     for r in rollouts:
         by_problem.setdefault(r.problem.id, []).append(r)
     for k in sorted({k for k in config.pass_k if k <= config.samples_per_problem}):
-        metrics[f"pass@{k}/turn_1"] = sum(pass_at_k(len(rs), sum(r.passed_turn == 1 for r in rs), k)
+        metrics[f"pass_at_{k}/turn_1"] = sum(pass_at_k(len(rs), sum(r.passed_turn == 1 for r in rs), k)
                                           for rs in by_problem.values()) / max(len(by_problem), 1)
     metrics["turns_per_pass"] = (sum(r.passed_turn for r in rollouts if r.passed_turn) / len(first_pass)) if first_pass else 0.0
     return EvalSummary(rows, metrics, rollouts)
@@ -48,8 +48,8 @@ def evaluate_policy(engine: HFRolloutEngine, verify: VerifyBatch, problems: list
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """The unbiased estimator of pass@k from n samples of which c pass (Chen et al., 2021, the one
-    KernelBench and MusaCoder report): 1 - C(n-c, k) / C(n, k), the chance that k of the n samples drawn
-    without replacement hold at least one pass."""
+    KernelBench and MusaCoder report; logged as pass_at_<k>): 1 - C(n-c, k) / C(n, k), the chance that k
+    of the n samples drawn without replacement hold at least one pass."""
     if not 0 < k <= n or not 0 <= c <= n:
         raise ValueError(f"pass@k needs 0 < k <= n and 0 <= c <= n (got n={n}, c={c}, k={k})")
     return 1.0 - comb(n - c, k) / comb(n, k)

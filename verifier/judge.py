@@ -21,6 +21,7 @@ import shutil
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -246,6 +247,7 @@ class Judge:
         self._references: dict[tuple[str, int], _Reference] = {}
         self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
         self._bandwidth: dict[int, tuple[float, int]] = {}
+        self._in_use: OrderedDict[str, int] = OrderedDict()  # problem id -> verdicts that need it, least recent first
         self._locks: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
         # large references' trials and timing inputs, on this judge's disk (no sandbox sees the cache directory)
@@ -280,6 +282,29 @@ class Judge:
     def device_name(self, device_index: int) -> str:
         return torch.cuda.get_device_name(device_index) if self.device == "cuda" else "cpu"
 
+    @contextmanager
+    def _keeping(self, problem_id: str) -> Iterator[None]:
+        """While a verdict needs a problem, it is kept; once none does, the least recently judged problems
+        beyond verifier.kept_problems are dropped (their trials, timing sets and baselines, on every device)."""
+        with self._lock:
+            self._in_use[problem_id] = self._in_use.get(problem_id, 0) + 1
+            self._in_use.move_to_end(problem_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_use[problem_id] -= 1
+                idle = [pid for pid, users in self._in_use.items() if users == 0]  # oldest first
+                dropped = idle[:max(0, len(self._in_use) - self.config.kept_problems)]
+                kept = []
+                for pid in dropped:
+                    del self._in_use[pid]
+                    kept += [self._references.pop(k) for k in list(self._references) if k[0] == pid]
+                    kept += [self._baselines.pop(k) for k in list(self._baselines) if k[0] == pid]
+            for entry in kept:  # outside the lock: removing files takes time
+                if entry is not None:
+                    entry.close()
+
     def _once(self, key: tuple) -> threading.Lock:
         with self._lock:
             return self._locks.setdefault(key, threading.Lock())
@@ -302,8 +327,10 @@ class Judge:
         devices = devices or Devices([0], exclusive_timing=False)
         device_index = devices.assign()
         phases = _Phases()
-        outcome = (self._static(candidate.source) if static_rules else None) \
-            or self._dynamic(problem, candidate, devices, device_index, phases)
+        outcome = self._static(candidate.source) if static_rules else None
+        if outcome is None:
+            with self._keeping(problem.id):
+                outcome = self._dynamic(problem, candidate, devices, device_index, phases)
         return Verdict(
             candidate_id=candidate.id,
             problem_id=problem.id,

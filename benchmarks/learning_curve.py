@@ -1,0 +1,109 @@
+"""Does it learn? Held-out numbers after every training stage, over several seeds (issue 12).
+
+Runs the whole pipeline once per seed with `evaluate.after: [sft, rft, warmup_rl]` (the last stage, leap_rl,
+is always evaluated), then reads the evaluations back from the warehouse and prints, per stage, held-out
+pass@1 at turn 1 and cumulative accuracy at turn M (M = min(3, evaluate.max_turns)) with the verifier's
+feedback, mean ± std over seeds, and each stage's wall time. Every evaluation is also an MLflow run nested
+under the stage run it evaluates: the same numbers side by side in MLflow's compare view.
+
+    python -m benchmarks.learning_curve --seeds 0 1 2 --config configs/mini.yaml   # the miniature (a GPU)
+    python -m benchmarks.learning_curve --seeds 0 --set synthesize.num_problems=8  # a smoke run on a CPU
+    python -m benchmarks.learning_curve --runs stage_runs_0.json stage_runs_1.json        # tables only
+
+The expected shape (MusaCoder Table 2, LEAP Table 1): RFT >= SFT, warmup RL >= RFT on pass@1, LEAP >= warmup
+on turn-M accuracy. Whatever the numbers say is what the table shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from schemas.config import POLICY_STAGES, load_config
+
+EVALUATED_AFTER = [s for s in POLICY_STAGES if s != "leap_rl"]  # leap_rl: the pipeline's own last evaluate
+
+
+def run_seeds(config_path: str | None, sets: list[str], seeds: list[int]) -> list[dict[str, str]]:
+    """One pipeline per seed; its {stage or evaluate@stage: stage run id}."""
+    from flows.pipeline import pipeline
+
+    after = "evaluate.after=[" + ",".join(EVALUATED_AFTER) + "]"
+    return [pipeline(config_path=config_path, overrides=[*sets, f"seed={seed}", after]) for seed in seeds]
+
+
+def evaluation_rows(warehouse, runs: dict[str, str]) -> list[dict]:
+    """Per policy stage of one pipeline: its evaluation's metrics and the stage's own wall time."""
+    rows = []
+    for stage in POLICY_STAGES:
+        evaluation = runs.get("evaluate" if stage == "leap_rl" else f"evaluate@{stage}")
+        if evaluation is None:
+            continue
+        summary, trained = warehouse.summary(evaluation), warehouse.stage_run(runs[stage])
+        wall = (trained.finished - trained.started).total_seconds() if trained.finished else float("nan")
+        rows.append({"stage": stage, "evaluation": evaluation, "wall_s": wall, **summary})
+    return rows
+
+
+def _mean_std(values: list[float]) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+
+def table(per_seed: list[list[dict]], max_turns: int) -> str:
+    """Markdown: a row per stage, mean ± std over seeds."""
+    turn = min(3, max_turns)
+    lines = [f"| stage | held-out pass@1 (turn 1) | accuracy by turn {turn} | faster than eager | problems | "
+             "stage wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for stage in POLICY_STAGES:
+        rows = [r for seed_rows in per_seed for r in seed_rows if r["stage"] == stage]
+        if not rows:
+            continue
+        pick = lambda key: [float(r[key]) for r in rows if key in r]
+        problems = sorted({int(r.get("problems", 0)) for r in rows})
+        lines.append(f"| {stage} | {_mean_std(pick('accuracy/turn_1'))} | {_mean_std(pick(f'accuracy/turn_{turn}'))} "
+                     f"| {_mean_std(pick('faster_rate'))} | {'/'.join(map(str, problems))} "
+                     f"| {_mean_std(pick('wall_s'))} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=None, help="a pipeline config (default: the embedded tiny one)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--runs", nargs="*", default=None, help="tables only: JSON files of finished pipelines' "
+                        "{stage: run id} (a pipeline's stage_runs.json artifact in MLflow)")
+    parser.add_argument("--markdown", default=None, help="also write the table (and the command) to this file")
+    parser.add_argument("--json", default=None, help="also write every evaluation's numbers to this file")
+    args = parser.parse_args(argv)
+
+    from tasks.common import Home
+    from warehouse.store import Warehouse
+
+    config = load_config(args.config, args.set)
+    if args.runs is None:
+        all_runs = run_seeds(args.config, args.set, args.seeds)
+    else:
+        all_runs = [json.loads(Path(r).read_text()) for r in args.runs]
+    warehouse = Warehouse(Home.of(config).warehouse_path)
+    per_seed = [evaluation_rows(warehouse, runs) for runs in all_runs]
+    if not any(per_seed):
+        sys.exit("no evaluations found: were the pipelines run with evaluate.after?")
+    text = table(per_seed, config.evaluate.max_turns)
+    print(text)
+    if args.markdown:
+        command = "python -m benchmarks.learning_curve " + " ".join(argv if argv is not None else sys.argv[1:])
+        Path(args.markdown).write_text(f"```\n{command}\n```\n\n{text}\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps(per_seed, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
