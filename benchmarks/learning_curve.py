@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 from schemas.config import POLICY_STAGES, load_config
+from warehouse.reports import evaluation_rows, held_out_table
 
 EVALUATED_AFTER = [s for s in POLICY_STAGES if s != "leap_rl"]  # leap_rl: the pipeline's own last evaluate
 
@@ -33,44 +33,6 @@ def run_seeds(config_path: str | None, sets: list[str], seeds: list[int]) -> lis
 
     after = "evaluate.after=[" + ",".join(EVALUATED_AFTER) + "]"
     return [pipeline(config_path=config_path, overrides=[*sets, f"seed={seed}", after]) for seed in seeds]
-
-
-def evaluation_rows(warehouse, runs: dict[str, str]) -> list[dict]:
-    """Per policy stage of one pipeline: its evaluation's metrics and the stage's own wall time."""
-    rows = []
-    for stage in POLICY_STAGES:
-        evaluation = runs.get("evaluate" if stage == "leap_rl" else f"evaluate@{stage}")
-        if evaluation is None:
-            continue
-        summary, trained = warehouse.summary(evaluation), warehouse.stage_run(runs[stage])
-        wall = (trained.finished - trained.started).total_seconds() if trained.finished else float("nan")
-        rows.append({"stage": stage, "evaluation": evaluation, "wall_s": wall, **summary})
-    return rows
-
-
-def _mean_std(values: list[float]) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
-
-
-def table(per_seed: list[list[dict]], max_turns: int) -> str:
-    """Markdown: a row per stage, mean ± std over seeds."""
-    turn = min(3, max_turns)
-    lines = [f"| stage | held-out pass@1 (turn 1) | accuracy by turn {turn} | faster than eager | problems | "
-             "stage wall s |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    for stage in POLICY_STAGES:
-        rows = [r for seed_rows in per_seed for r in seed_rows if r["stage"] == stage]
-        if not rows:
-            continue
-        pick = lambda key: [float(r[key]) for r in rows if key in r]
-        problems = sorted({int(r.get("problems", 0)) for r in rows})
-        lines.append(f"| {stage} | {_mean_std(pick('accuracy/turn_1'))} | {_mean_std(pick(f'accuracy/turn_{turn}'))} "
-                     f"| {_mean_std(pick('faster_rate'))} | {'/'.join(map(str, problems))} "
-                     f"| {_mean_std(pick('wall_s'))} |")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -96,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     per_seed = [evaluation_rows(warehouse, runs) for runs in all_runs]
     if not any(per_seed):
         sys.exit("no evaluations found: were the pipelines run with evaluate.after?")
-    text = table(per_seed, config.evaluate.max_turns)
+    text = held_out_table(per_seed, config.evaluate.max_turns)
     print(text)
     if args.markdown:
         command = "python -m benchmarks.learning_curve " + " ".join(argv if argv is not None else sys.argv[1:])

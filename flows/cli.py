@@ -157,6 +157,16 @@ def _where_to_look(config) -> None:
     console.print("  Prefect UI: prefect server start --host 127.0.0.1   (then http://127.0.0.1:4200)")
 
 
+def _print_held_out(cfg, runs: dict[str, str]) -> None:
+    """What the policy scores on problems it never trained on, after each evaluated stage."""
+    from warehouse.reports import evaluation_rows, held_out_table
+
+    rows = evaluation_rows(_open_warehouse(cfg), runs)
+    if rows:
+        console.print(f"\n[bold]Held-out ({cfg.evaluate.split} split), by the stage evaluated[/]")
+        console.print(held_out_table([rows], cfg.evaluate.max_turns), markup=False)
+
+
 @app.command()
 def run(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
         set_: list[str] = typer.Option([], "--set", help=SET_HELP)) -> None:
@@ -171,6 +181,7 @@ def run(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG
     runs = pipeline(config_path=config, overrides=set_)
     console.print(f"\n[bold green]pipeline finished[/] in {time.perf_counter() - started:.0f} s")
     _print_runs(cfg, only=set(runs.values()))
+    _print_held_out(cfg, runs)
     _where_to_look(cfg)
 
 

@@ -117,6 +117,17 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     assert "sample_kernels.json" in artifacts["leap_rl"] and "accuracy_by_turn.png" in artifacts["evaluate"]
 
 
+def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):
+    from warehouse.reports import evaluation_rows, held_out_table
+
+    runs, config, _, wh = demo
+    rows = evaluation_rows(wh, runs)
+    assert [r["stage"] for r in rows] == ["sft", "leap_rl"]  # evaluate.after=[sft], and the last stage
+    assert all(r["problems"] == 2 and 0 <= r["accuracy/turn_1"] <= r["accuracy/turn_2"] <= 1 and r["wall_s"] > 0
+               for r in rows)
+    assert held_out_table([rows], config.evaluate.max_turns).count("\n") == 3
+
+
 def test_evaluate_takes_any_policy_stage_and_nothing_else(demo):
     runs, _, overrides, wh = demo
     evaluated = stage(name="evaluate", from_run=runs["warmup_rl"], overrides=overrides)
