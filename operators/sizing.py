@@ -31,6 +31,11 @@ from typing import Any
 
 import z3
 
+# On a SIGINT during a check, z3 cancels the check and swallows the signal: the check says `unknown`, synthesis
+# goes on, and the user's Ctrl-C (or a scheduler's interrupt) is lost. Without its handler the signal reaches
+# Python as soon as the check ends, and every check is bounded (NNSmith sets z3's `timeout` for its generation).
+z3.set_param("ctrl_c", False)
+
 # Op constructor parameters that are sizes (they grow with the graph); all others are pinned.
 GROWING_PARAMS = frozenset({"in_channels", "out_channels", "nfeat", "ifeat", "ofeat", "target_shape", "size",
                             "expand_n"})

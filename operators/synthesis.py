@@ -33,6 +33,7 @@ import torch.fx
 from operators.dedup import inputs_construction
 from operators.graph import ExportedGraph, dataflow_pattern, export_graph, op_short_name, structural_signature
 from operators.measures import difficulty, measure_graph
+from operators.sizing import SizeSolver  # (first: z3 must not swallow SIGINT during NNSmith's checks either)
 from schemas.config import ConfigError, SynthesizeConfig
 from schemas.records import Problem, Split, content_hash
 
@@ -572,7 +573,6 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
         return [], SynthesisReport()
     if backend not in ("cpu", "cuda"):
         raise SynthesisError(f"unknown backend {backend!r} (cpu or cuda)")
-    from operators.sizing import SizeSolver
 
     session = session or NNSmithSession.open(cache_dir / "nnsmith", config.ops, config.dtypes)
     families = check_config(config, session)

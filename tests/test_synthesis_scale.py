@@ -186,3 +186,28 @@ def test_warehouse_keeps_sizes_and_reads_older_problem_tables(tmp_path):
                     measures={"nodes": 4, "cuda": {"flops": 1 << 40}}, drawn_family="pooling")
     wh.add_problems("new", [sized])
     assert wh.problems("new") == [sized]
+
+
+def test_a_sigint_during_a_z3_check_reaches_python():
+    """z3's own handler would cancel the check and swallow the signal (synthesis going on after Ctrl-C); with
+    operators.sizing imported the interrupt arrives as soon as the check ends."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import z3
+
+    import operators.sizing  # noqa: F401  (turns z3's handler off)
+
+    x, y = z3.BitVecs("x y", 128)
+    solver = z3.Solver()
+    solver.set("timeout", 3000)
+    semiprime = 1000000007 * 998244353 * 1000000009 * 999999937  # factoring it keeps z3 busy past the timeout
+    solver.add(z3.UGT(x, 1), z3.UGT(y, 1), z3.ULT(x, 2 ** 64), z3.ULT(y, 2 ** 64), x * y == semiprime)
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        solver.check()
+        time.sleep(10)  # a swallowed interrupt never comes
+    assert time.monotonic() - started < 8
