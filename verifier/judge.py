@@ -533,7 +533,7 @@ class Judge:
             except (TamperedData, OSError) as exc:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timed outputs ({exc})") \
                     from exc
-            return _Baseline(result.claimed, max(0.0, (result.window - result.total) / runs), result.window, runs,
+            return _Baseline(result.claimed, harness, result.window, runs,
                              sets=sets, expected=expected, checked=checked_entries,
                              input_bytes=reference.input_bytes, output_bytes=reference.output_bytes)
         except BaseException:
@@ -630,14 +630,15 @@ class Judge:
             return outcome
         # the baselines (their timed calls alone on the device) and the warm-up's inputs (the last trial's, as
         # the reference's) before this candidate takes the device alone
-        self.baseline(problem, device_index, devices=devices)
-        if self.device == "cuda" and self.config.compare_torch_compile:
-            self.baseline(problem, device_index, compiled=True, devices=devices)
+        eager = self.baseline(problem, device_index, devices=devices)
+        compiled = self.baseline(problem, device_index, compiled=True, devices=devices) \
+            if self.device == "cuda" and self.config.compare_torch_compile else None
         phases.mark("baselines")
         warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[-1]))
         with devices.timing(device_index):
             phases.mark("wait_for_device")
-            outcome = self._time_candidate(box, problem, warm_metas, device_index, compile_seconds)
+            outcome = self._time_candidate(box, reference, eager, compiled, warm_metas, device_index,
+                                           compile_seconds)
         phases.mark("timing")
         return outcome
 
@@ -801,15 +802,12 @@ class Judge:
             return "no-own-kernel", "ModelNew.forward never called a function of its compiled extension"
         return None
 
-    def _time_candidate(self, box: Sandbox, problem: Problem, warm_metas: list[Any], device_index: int,
-                        compile_seconds: float) -> _Outcome:
+    def _time_candidate(self, box: Sandbox, reference: _Reference, eager: _Baseline, compiled: _Baseline | None,
+                        warm_metas: list[Any], device_index: int, compile_seconds: float) -> _Outcome:
         """Candidate and baselines timed the same way, on the same per-call inputs, each under the judge's
         own clock; an implausible or physically impossible time is measured once more. The pass, or why not."""
         cfg = self.config
         compiled_ok = dict(compiled=True, compile_seconds=compile_seconds)
-        eager = self.baseline(problem, device_index)
-        compiled = self.baseline(problem, device_index, compiled=True) \
-            if self.device == "cuda" and cfg.compare_torch_compile else None
         floor, bandwidth = self._physical_floor(device_index, eager)
         believed: list[float] = []
         for _ in range(2):
@@ -858,7 +856,7 @@ class Judge:
                   "eager_s": eager.seconds, "eager_window_s": eager.window, "harness_overhead_s": eager.overhead,
                   "runs": float(eager.runs), "overruled": float(check.overruled), "floor_s": floor,
                   "bandwidth_bytes_per_s": bandwidth}
-        detail = f"all {len(self.reference(problem, device_index).trials)} trials correct; speedup vs eager {speedup:.2f}x"
+        detail = f"all {len(reference.trials)} trials correct; speedup vs eager {speedup:.2f}x"
         if speedup_compile:
             detail += f", vs torch.compile {speedup_compile:.2f}x"
         return _Outcome(VerdictCategory.passed, detail, q=1.0, speedup=speedup, speedup_compile=speedup_compile,
