@@ -52,3 +52,30 @@ def test_reads_no_more_than_the_judge_expects(tmp_path):
     metas = write_tensors(path, [torch.zeros(1024)])
     with pytest.raises(TamperedData, match="more than"):
         read_tensors(path, metas, max_bytes=100)
+
+
+def test_a_file_only_stash_hands_out_every_entry_read_only_even_an_empty_one(tmp_path):
+    """Timing sets: each a file (none in memory, even one without tensors), read through a descriptor into one
+    reused staging buffer."""
+    import os
+
+    import torch
+
+    from verifier.stash import TensorStash
+    from verifier.tensor_io import read_tensors_into
+
+    stash = TensorStash(tmp_path / "sets", memory_bytes=0)
+    first = stash.append([torch.arange(6.0).view(2, 3).t(), 7])
+    empty = stash.append([3])
+    staging = None
+    for index, expected in ((first, [torch.arange(6.0).view(2, 3).t(), 7]), (empty, [3])):
+        fd, metas = stash.open_entry(index)
+        try:
+            assert os.fstat(fd).st_mode & 0o777 == 0o400
+            values, staging = read_tensors_into(fd, metas, staging)
+        finally:
+            os.close(fd)
+        assert len(values) == len(expected)
+        for got, want in zip(values, expected):
+            assert torch.equal(got, want) if isinstance(want, torch.Tensor) else got == want
+    stash.close()

@@ -56,7 +56,7 @@ class TensorStash:
         with self._lock:
             index = self._count
             self._count += 1
-            if self._bytes_in_memory + size <= self.memory_bytes:
+            if self.memory_bytes and self._bytes_in_memory + size <= self.memory_bytes:  # 0: every entry a file
                 self._in_memory[index] = values
                 self._bytes_in_memory += size
                 return index
