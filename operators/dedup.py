@@ -49,7 +49,13 @@ def contamination_pattern(problem: Problem, analyser: ReferenceAnalyser | None =
         pattern = export_analysis(problem, analyser)["pattern"]
     except AnalysisError:
         return None
-    return content_hash(pattern, inputs_construction(problem.reference, sizes=False))
+    return structure_pattern(pattern, problem.reference)
+
+
+def structure_pattern(dataflow: str, reference: str) -> str:
+    """The size- and name-agnostic signature of a reference from its exported dataflow pattern
+    (operators/graph.dataflow_pattern) and its source's `get_inputs` construction, numbers left out."""
+    return content_hash(dataflow, inputs_construction(reference, sizes=False))
 
 
 def inputs_construction(source: str, sizes: bool) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 import torch.fx
 
-from operators.dedup import inputs_construction
+from operators.dedup import structure_pattern
 from operators.graph import ExportedGraph, dataflow_pattern, export_graph, op_short_name, structural_signature
 from operators.measures import difficulty, measure_graph
 from operators.sizing import SizeSolver  # (first: z3 must not swallow SIGINT during NNSmith's checks either)
@@ -668,7 +668,7 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
             difficulty=difficulty(full), name=f"nnsmith_{'fused_' if draw.kind == 'fused' else ''}{draw.seed}",
             scale=round(scale, 3), cuda_working_set_bytes=full.total_bytes, drawn_family=draw.family,
             measures={**mine.as_record(), "cuda": full.as_record(), "kind": draw.kind},
-            pattern=content_hash(dataflow_pattern(graph), inputs_construction(reference, sizes=False))))
+            pattern=structure_pattern(dataflow_pattern(graph), reference)))
         report.kept += 1
         report.fused += draw.kind == "fused"
         scales.append(scale)

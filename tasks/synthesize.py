@@ -12,12 +12,11 @@ from contextlib import contextmanager
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from operators.dedup import deduplicate, decontaminate, inputs_construction
+from operators.dedup import deduplicate, decontaminate, structure_pattern
 from operators.imports import load_hf_problems, load_kernelbench
 from operators.measures import kernelbench_reference
 from operators.synthesis import assign_splits, synthesize_problems
 from schemas.config import ConfigError, PipelineConfig
-from schemas.records import content_hash
 from tasks.common import StageContext, progress_bar, stage_run
 from tasks.plots import bar_chart, close, size_histograms
 
@@ -65,8 +64,7 @@ def _runnable(ctx: StageContext, imported: list) -> tuple[list, list[dict]]:
             pattern = ctx.analyser.export(problem)["pattern"]
         except AnalysisError as exc:
             return problem, str(exc)
-        return problem.model_copy(update={
-            "pattern": content_hash(pattern, inputs_construction(problem.reference, sizes=False))}), None
+        return problem.model_copy(update={"pattern": structure_pattern(pattern, problem.reference)}), None
 
     kept, dropped = [], []
     with progress_bar("analyse imported problems (sandboxed)", len(imported)) as advance, \
