@@ -79,6 +79,11 @@ def _checked(meta: Any) -> tuple[torch.dtype, list[int], list[int], int, int]:
     return dtype, shape, stride, offset, nbytes
 
 
+def _checked_all(metas: list[Any]) -> list[Any]:
+    """Each description checked: plain values as they are, tensors as (dtype, shape, stride, offset, nbytes)."""
+    return [meta if isinstance(meta, dict) and set(meta) == {"value"} else _checked(meta) for meta in metas]
+
+
 def describe(metas: list[Any]) -> list[tuple[tuple[int, ...], torch.dtype]]:
     """(shape, dtype) of each described tensor, validated, without reading any data."""
     if not isinstance(metas, list):
@@ -91,8 +96,7 @@ def read_tensors(path: str | Path, metas: list[Any], max_bytes: int) -> list[Any
     at most `max_bytes` are read, however large the file."""
     if not isinstance(metas, list):
         raise TamperedData("tensor descriptions are not a list")
-    checked = [meta if isinstance(meta, dict) and set(meta) == {"value"} else _checked(meta)
-               for meta in metas]
+    checked = _checked_all(metas)
     total = sum(c[4] for c in checked if isinstance(c, tuple))
     if total > max_bytes:
         raise TamperedData(f"{total} bytes of tensors described, more than the {max_bytes} expected")
@@ -127,7 +131,7 @@ def read_tensors_into(fd: int, metas: list[Any], staging: torch.Tensor | None, p
     descriptor shared with another process shares its offset) into `staging`, a host byte buffer that is
     grown as needed (page-locked when `pin`, so a copy to the GPU from it is one DMA) -> (views of the
     buffer, valid until its next use; the buffer)."""
-    checked = [meta if isinstance(meta, dict) and set(meta) == {"value"} else _checked(meta) for meta in metas]
+    checked = _checked_all(metas)
     end = max((c[3] + c[4] for c in checked if isinstance(c, tuple)), default=0)
     if staging is None or staging.numel() < end:
         staging = torch.empty(max(end, 1), dtype=torch.uint8, pin_memory=pin)
