@@ -79,3 +79,51 @@ def test_a_file_only_stash_hands_out_every_entry_read_only_even_an_empty_one(tmp
         for got, want in zip(values, expected):
             assert torch.equal(got, want) if isinstance(want, torch.Tensor) else got == want
     stash.close()
+
+
+def _resident_pages(path) -> int:
+    """Pages of the file in the page cache (mincore on a mapping of it)."""
+    import ctypes
+    import mmap
+    import os
+    size = os.path.getsize(path)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    vec = (ctypes.c_ubyte * pages)()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert address not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()
+        try:
+            assert libc.mincore(ctypes.c_void_p(address), ctypes.c_size_t(size), vec) == 0, ctypes.get_errno()
+        finally:
+            libc.munmap(address, size)
+    finally:
+        os.close(fd)
+    return sum(b & 1 for b in vec)
+
+
+@pytest.mark.parametrize("reader", ["read_tensors", "read_tensors_into"])
+def test_reading_a_set_leaves_none_of_its_pages_cached(tmp_path, reader):
+    """A sandbox is charged for the pages it brings into the page cache; a reader that left them there would be
+    charged twice for every input it reads (the CI's 2 GiB trial peaked at five trials' memory, not four)."""
+    import os
+    from verifier.tensor_io import read_tensors_into
+    values = [torch.randn(3 << 20), torch.arange(1 << 20)]  # 12 MiB and 8 MiB
+    path = tmp_path / "set.bin"
+    metas = write_tensors(path, values)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # clean pages, as after writeback: still cached, and droppable
+        assert _resident_pages(path) > 0
+        if reader == "read_tensors":
+            back = read_tensors(path, metas, nbytes_of(values))
+        else:
+            back, _ = read_tensors_into(fd, metas, None)
+    finally:
+        os.close(fd)
+    assert all(same_bytes(a, b) for a, b in zip(values, back))
+    assert _resident_pages(path) == 0

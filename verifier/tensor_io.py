@@ -19,6 +19,11 @@ from verifier.isolation import UntrustedFile, open_sandbox_file
 
 ALIGN = 64
 MAX_DIMS = 16
+# Bytes read per pread. Each chunk's pages are then dropped from the page cache: a reader in a sandbox's cgroup is
+# charged for every page it brings into the cache, so reading a 2 GiB set whose pages were evicted would otherwise
+# count twice against the sandbox (cache + its own copy) — its peak memory, and its memory limit, would depend on
+# the machine's cache pressure instead of on its own work. Every file read here is read once.
+READ_CHUNK_BYTES = 64 << 20
 DTYPES: dict[str, torch.dtype] = {
     str(d).removeprefix("torch."): d
     for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -91,6 +96,17 @@ def describe(metas: list[Any]) -> list[tuple[tuple[int, ...], torch.dtype]]:
     return [(tuple(shape), dtype) for dtype, shape, *_ in (_checked(m) for m in metas)]
 
 
+def _pread_exactly(fd: int, view: memoryview, offset: int) -> None:
+    """Fill `view` from the file's bytes at `offset`, in chunks whose pages leave the page cache once read."""
+    done, total = 0, len(view)
+    while done < total:
+        n = os.preadv(fd, [view[done:done + READ_CHUNK_BYTES]], offset + done)
+        if n <= 0:
+            raise TamperedData(f"tensor bytes [{offset}, {offset + total}) beyond the end of the file")
+        os.posix_fadvise(fd, offset + done, n, os.POSIX_FADV_DONTNEED)
+        done += n
+
+
 def read_tensors(path: str | Path, metas: list[Any], max_bytes: int) -> list[Any]:
     """Tensors described by `metas`, copied out of `path` into this process's memory, every field checked;
     at most `max_bytes` are read, however large the file."""
@@ -116,9 +132,7 @@ def _read_checked(path: str | Path, checked: list) -> list[Any]:
             dtype, shape, stride, offset, nbytes = item
             buf = torch.empty(nbytes, dtype=torch.uint8)
             if nbytes:
-                f.seek(offset)
-                if f.readinto(buf.numpy()) != nbytes:
-                    raise TamperedData(f"tensor bytes [{offset}, {offset + nbytes}) beyond the end of the file")
+                _pread_exactly(f.fileno(), memoryview(buf.numpy()), offset)
                 values.append(buf.view(dtype).as_strided(shape, stride))
             else:
                 values.append(torch.empty_strided(shape, stride, dtype=dtype))
@@ -142,13 +156,7 @@ def read_tensors_into(fd: int, metas: list[Any], staging: torch.Tensor | None, p
             continue
         dtype, shape, stride, offset, nbytes = item
         span = staging[offset:offset + nbytes]
-        view = memoryview(span.numpy())
-        done = 0
-        while done < nbytes:  # one pread moves at most ~2 GiB
-            n = os.preadv(fd, [view[done:]], offset + done)
-            if n <= 0:
-                raise TamperedData(f"tensor bytes [{offset}, {offset + nbytes}) beyond the end of the file")
-            done += n
+        _pread_exactly(fd, memoryview(span.numpy()), offset)
         values.append(span.view(dtype).as_strided(shape, stride) if nbytes else
                       torch.empty_strided(shape, stride, dtype=dtype))
     return values, staging
