@@ -276,6 +276,8 @@ class PolicyOptimConfig(StrictModel):
     bdr: BDRConfig = BDRConfig()
     mirrorpop: MirrorPopConfig = MirrorPopConfig()
     checkpoint_every: int = Field(1, ge=1, description="steps between resumable checkpoints")
+    time_budget_s: float = Field(0.0, ge=0, description="stop after the step that reaches this many wall seconds "
+                                 "(0 = run every step): methods compared at equal wall time")
 
 
 class WarmupRLConfig(PolicyOptimConfig):
@@ -358,6 +360,31 @@ class EvaluateConfig(StrictModel):
     after: list[Literal["sft", "rft", "warmup_rl"]] = Field(
         default_factory=list, description="the pipeline also evaluates the policy after these stages (the last "
         "stage is always evaluated), each evaluation an MLflow run nested under the stage run it evaluates")
+    problems: Literal["split", "kernelbench"] = Field(
+        "split", description="split: the held-out split of the evaluated run's problems; kernelbench: the problems "
+        "of a KernelBench checkout (kernelbench_dir, levels)")
+    kernelbench_dir: str | None = Field(None, description="a KernelBench checkout (its level<N>/ folders)")
+    levels: list[int] = Field(default_factory=lambda: [1, 2], description="KernelBench levels to evaluate on")
+    limit_per_level: int = Field(0, ge=0, description="first N problems of each level (0 = all)")
+    policy: Literal["run", "model", "endpoint", "template"] = Field(
+        "run", description="who is evaluated: run: the policy of the stage run given (--from-run); model: a HF "
+        "model folder (model_dir); endpoint: an OpenAI-compatible endpoint (endpoint.*); template: the template "
+        "teacher, a floor")
+    model_dir: str | None = Field(None, description="policy=model: a HF causal-LM folder with its tokenizer")
+    endpoint: OpenAITeacherConfig = OpenAITeacherConfig()
+
+    @model_validator(mode="after")
+    def _sources_given(self) -> "EvaluateConfig":
+        if self.problems == "kernelbench" and not self.kernelbench_dir:
+            raise ValueError("evaluate.problems=kernelbench needs evaluate.kernelbench_dir (a KernelBench checkout)")
+        if self.policy == "model" and not self.model_dir:
+            raise ValueError("evaluate.policy=model needs evaluate.model_dir (a HF model folder)")
+        return self
+
+    @property
+    def needs_upstream_run(self) -> bool:
+        """Whether this evaluation reads a stage run: its policy, or the held-out split of its problems."""
+        return self.policy == "run" or self.problems == "split"
 
 
 class PipelineConfig(StrictModel):
@@ -380,6 +407,12 @@ class PipelineConfig(StrictModel):
         """Fail on a configured input path of these stages that does not exist, naming its key."""
         if "synthesize" in stages:
             self.synthesize.check_paths()
+        if "evaluate" in stages:
+            e = self.evaluate
+            if e.problems == "kernelbench" and not Path(e.kernelbench_dir).is_dir():
+                raise ConfigError(f"evaluate.kernelbench_dir: no such directory {e.kernelbench_dir}")
+            if e.policy == "model" and not (Path(e.model_dir) / "config.json").is_file():
+                raise ConfigError(f"evaluate.model_dir: no HF model folder (config.json) at {e.model_dir}")
 
     def stage_config(self, stage: str) -> dict[str, Any]:
         """What a stage run records as its config: its own section plus the shared sections."""

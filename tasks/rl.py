@@ -88,15 +88,23 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
                 ctx.mlflow.log_metrics(result.metrics, step=step)
                 _composition(state.composition, result, cfg.group_size)
                 state = RLState(step, buffer.state(), state.history + [result.metrics], state.composition)
-                if (step + 1) % cfg.checkpoint_every == 0 or step == cfg.steps - 1:
+                out_of_time = bool(cfg.time_budget_s) and elapsed >= cfg.time_budget_s
+                if (step + 1) % cfg.checkpoint_every == 0 or step == cfg.steps - 1 or out_of_time:
                     path = save_rl_checkpoint(ctx.artifacts / "checkpoints" / f"step-{step:05d}", trainer.model,
                                               tokenizer, trainer, rng, state)
                     ctx.warehouse.add_checkpoint(ctx.run_id, f"step-{step:05d}", path, step)
                 advance_step(1)
-        ctx.save_policy(trainer.model, tokenizer, cfg.steps)
+                if out_of_time:
+                    print(f"{stage}: time budget of {cfg.time_budget_s:g} s reached after step {step} "
+                          f"({elapsed:.1f} s)")
+                    break
+        steps_done = state.step + 1
+        ctx.save_policy(trainer.model, tokenizer, steps_done)
         _log_plots(ctx, stage, state)
         last = state.history[-1]
-        ctx.summary.update(steps=cfg.steps, pass_rate_turn_1=round(last["pass_rate/turn_1"], 3),
+        ctx.summary.update(steps=steps_done, pass_rate_turn_1=round(last["pass_rate/turn_1"], 3),
+                           train_seconds=round(last["wall_seconds"], 2),
+                           verifier_calls=int(sum(m["verifier_calls"] for m in state.history)),
                            trajectories=ctx.warehouse.count("trajectories", ctx.run_id), resumed=bool(resume))
         if stage == "leap_rl":
             ctx.summary["activated_groups_pct"] = round(last["dcp/activated_groups_pct"], 1)

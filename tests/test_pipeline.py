@@ -201,6 +201,19 @@ def test_paper_baselines_run_by_config_alone(demo, preset):
         assert all(r["num_turns"] == 3 for r in rows if r["passed_turn"] is None)  # failures use every turn
 
 
+def test_a_time_budget_stops_rl_after_the_step_that_reaches_it(demo):
+    """Methods are compared at equal wall time: the step that crosses the budget is the last, and the run
+    records what it did (steps, wall seconds, verifier calls) with a resumable checkpoint of that step."""
+    runs, _, overrides, wh = demo
+    run_id = stage(name="leap_rl", from_run=runs["warmup_rl"],
+                   overrides=[*overrides, *RL_SMALL, "leap_rl.steps=5", "leap_rl.time_budget_s=0.001"])
+    summary = wh.summary(run_id)
+    assert summary["steps"] == 1
+    assert summary["verifier_calls"] >= 2 * 3 and summary["train_seconds"] > 0
+    assert {r["step"] for r in wh.trajectory_rows(run_id)} == {0}
+    assert wh.latest_checkpoint(run_id, prefix="step-").name == "step-00000"
+
+
 def test_leap_run_killed_mid_way_resumes_from_its_last_checkpoint(demo):
     """Kill the process during leap_rl; `--resume` continues from the last checkpoint without losing or
     duplicating trajectories, and the BDR buffer and step counter come back."""

@@ -1,0 +1,174 @@
+"""LEAP against its baselines, in miniature (issue 12, LEAP Fig. 1 and Table 2 kinds).
+
+From one warmup_rl checkpoint and the same problems, runs `leap_rl` once per method and seed for the same
+wall-clock budget (`leap_rl.time_budget_s`), evaluates each result on the held-out split, and prints, per method,
+first-turn accuracy and accuracy by turn 3 (mean ± std over seeds) against the wall time and verifier calls the
+training spent. Every run is a stage run with lineage (leap_rl from the warmup run, evaluate nested under it in
+MLflow); the comparison itself is one more MLflow run, `leap_ablation`, holding the table and two plots (training
+first-turn pass rate against wall seconds and against verifier calls, one line per method and seed).
+
+    python -m benchmarks.leap_ablation --config configs/mini.yaml --from-run warmup_rl-1a2b3c4d5e --seconds 300
+    python -m benchmarks.leap_ablation --seconds 20 --seeds 0 --set synthesize.num_problems=8   # CPU smoke run
+
+Without `--from-run`, the home's latest succeeded warmup_rl run is used, and when there is none the stages up to
+warmup_rl run first. LEAP's claims to test: at equal wall time, LEAP's first-turn accuracy >= GRPO-MT's, and DCP
+spends fewer verifier calls than Full. The table says what the miniature says, whichever way it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from schemas.config import LEAP_PRESETS, load_config
+
+UP_TO_WARMUP = ["synthesize", "hints", "distill", "sft", "rft", "warmup_rl"]
+
+
+def warmup_run(config, config_path: str | None, sets: list[str], given: str | None) -> str:
+    """The warmup_rl run every method starts from: the one given, the home's latest, or a fresh one."""
+    from flows.stages import stage
+    from tasks.common import Home
+    from warehouse.store import Warehouse
+
+    warehouse = Warehouse(Home.of(config).warehouse_path)
+    if given:
+        return warehouse.succeeded_run(given, "warmup_rl").id
+    latest = warehouse.latest_run("warmup_rl")
+    if latest is not None:
+        return latest.id
+    run = None
+    for name in UP_TO_WARMUP:
+        run = stage(name=name, from_run=run, config_path=config_path, overrides=sets)
+    return run
+
+
+def run_method(config_path: str | None, sets: list[str], warmup: str, method: str, seed: int, seconds: float,
+               max_steps: int) -> tuple[str, str]:
+    """(leap_rl run, its evaluation run) for one method and seed."""
+    from flows.stages import stage
+
+    overrides = [*sets, f"seed={seed}", f"leap_rl.preset={method}", f"leap_rl.time_budget_s={seconds}",
+                 f"leap_rl.steps={max_steps}"]
+    trained = stage(name="leap_rl", from_run=warmup, config_path=config_path, overrides=overrides)
+    evaluated = stage(name="evaluate", from_run=trained, config_path=config_path, overrides=overrides)
+    return trained, evaluated
+
+
+def step_curves(client, mlflow_run_id: str) -> list[dict[str, float]]:
+    """Per training step: wall seconds, cumulative verifier calls, first-turn pass rate (from MLflow's history)."""
+    history = {key: {m.step: m.value for m in client.get_metric_history(mlflow_run_id, key)}
+               for key in ("wall_seconds", "verifier_calls", "pass_rate/turn_1")}
+    rows, calls = [], 0.0
+    for step in sorted(history["wall_seconds"]):
+        calls += history["verifier_calls"].get(step, 0.0)
+        rows.append({"step": step, "wall_seconds": history["wall_seconds"][step], "verifier_calls": calls,
+                     "pass_rate_turn_1": history["pass_rate/turn_1"].get(step, float("nan"))})
+    return rows
+
+
+def _mean_std(values: list[float], digits: int = 3) -> str:
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def ablation_table(results: list[dict], turn: int) -> str:
+    """Markdown: one row per method, mean ± std over seeds."""
+    lines = [f"| method | held-out accuracy, turn 1 | accuracy by turn {turn} | train steps | train wall s | "
+             "verifier calls | seeds |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for method in dict.fromkeys(r["method"] for r in results):
+        rows = [r for r in results if r["method"] == method]
+        pick = lambda key: [float(r[key]) for r in rows if r.get(key) is not None]  # noqa: E731
+        lines.append(f"| {method} | {_mean_std(pick('accuracy/turn_1'))} | {_mean_std(pick(f'accuracy/turn_{turn}'))} "
+                     f"| {_mean_std(pick('steps'), 1)} | {_mean_std(pick('train_seconds'), 1)} "
+                     f"| {_mean_std(pick('verifier_calls'), 0)} | {len(rows)} |")
+    return "\n".join(lines)
+
+
+def log_comparison(config, results: list[dict], table: str, command: str) -> str:
+    """One MLflow run holding the table, the per-run numbers and the two curves; its run id."""
+    from tasks.common import Home
+    from tasks.plots import close, line_chart
+    from warehouse.tracking import Tracker
+
+    tracker = Tracker(Home.of(config).root)
+    run = tracker.start_run("leap_ablation", params={"methods": ",".join(dict.fromkeys(r["method"] for r in results)),
+                                                      "seeds": len({r["seed"] for r in results}),
+                                                      "time_budget_s": results[0]["time_budget_s"]},
+                            tags={"kerneldojo.benchmark": "leap_ablation"})
+    for x_key, label in (("wall_seconds", "training wall seconds"), ("verifier_calls", "verifier calls (cumulative)")):
+        series = {f"{r['method']} (seed {r['seed']})": [(s[x_key], s["pass_rate_turn_1"]) for s in r["curve"]]
+                  for r in results}
+        fig = line_chart(series, f"first-turn pass rate (training) against {label}", label, "pass rate")
+        run.log_figure(fig, f"ablation_pass_rate_vs_{x_key}.png")
+        close(fig)
+    for method in dict.fromkeys(r["method"] for r in results):
+        rows = [r for r in results if r["method"] == method]
+        for key in ("accuracy/turn_1", "accuracy/turn_3", "verifier_calls", "train_seconds"):
+            values = [float(r[key]) for r in rows if r.get(key) is not None]
+            if values:
+                run.log_metrics({f"{method}/{key}": statistics.mean(values)})
+    run.log_text(f"```\n{command}\n```\n\n{table}\n", "leap_ablation.md")
+    run.log_json(results, "leap_ablation.json")
+    run.finish(True)
+    return run.run_id
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=None, help="a pipeline config (default: the embedded tiny one)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+    parser.add_argument("--from-run", default=None, help="the warmup_rl run every method starts from")
+    parser.add_argument("--methods", nargs="+", default=list(LEAP_PRESETS), choices=list(LEAP_PRESETS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seconds", type=float, required=True, help="training wall-clock budget per method and seed")
+    parser.add_argument("--max-steps", type=int, default=10_000, help="a step cap besides the time budget")
+    parser.add_argument("--markdown", default=None, help="also write the table (and the command) to this file")
+    parser.add_argument("--json", default=None, help="also write every run's numbers and curve to this file")
+    args = parser.parse_args(argv)
+    if args.seconds <= 0:
+        parser.error("--seconds must be positive")
+
+    from mlflow.tracking import MlflowClient
+
+    from tasks.common import Home
+    from warehouse.store import Warehouse
+    from warehouse.tracking import default_tracking_uri
+
+    config = load_config(args.config, args.set)
+    warmup = warmup_run(config, args.config, args.set, args.from_run)
+    results = []
+    for seed in args.seeds:
+        for method in args.methods:
+            trained, evaluated = run_method(args.config, args.set, warmup, method, seed, args.seconds, args.max_steps)
+            results.append({"method": method, "seed": seed, "leap_rl": trained, "evaluate": evaluated,
+                            "time_budget_s": args.seconds})
+    warehouse = Warehouse(Home.of(config).warehouse_path)
+    client = MlflowClient(default_tracking_uri(Home.of(config).root))
+    for r in results:
+        trained = warehouse.stage_run(r["leap_rl"])
+        r.update({k: v for k, v in warehouse.summary(r["leap_rl"]).items()
+                  if k in ("steps", "train_seconds", "verifier_calls", "activated_groups_pct")})
+        r.update({k: v for k, v in warehouse.summary(r["evaluate"]).items() if k.startswith("accuracy/")})
+        r["curve"] = step_curves(client, trained.mlflow_run_id) if trained.mlflow_run_id else []
+    turn = min(3, config.evaluate.max_turns)
+    table = ablation_table(results, turn)
+    command = "python -m benchmarks.leap_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
+    mlflow_run = log_comparison(config, results, table, command)
+    print(f"from warmup_rl run {warmup}; {args.seconds:g} s of training per method and seed\n")
+    print(table)
+    print(f"\nMLflow run {mlflow_run} (leap_ablation) holds the table and the curves")
+    if args.markdown:
+        Path(args.markdown).write_text(f"```\n{command}\n```\n\nfrom warmup_rl run {warmup}\n\n{table}\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
