@@ -207,6 +207,71 @@ def stage(name: str = typer.Argument(..., help=f"one of: {', '.join(STAGES)}"),
     _print_runs(cfg, only={run_id})
 
 
+@app.command(name="eval")
+def eval_(from_run: Optional[str] = typer.Option(None, "--from-run", help="evaluate the policy of this stage run "
+                                                 "(sft, rft, warmup_rl, leap_rl)"),
+          model: Optional[str] = typer.Option(None, "--model", help="evaluate a HF model folder"),
+          endpoint: Optional[str] = typer.Option(None, "--endpoint", help="evaluate an OpenAI-compatible endpoint "
+                                                 "(e.g. http://127.0.0.1:8000/v1; key from evaluate.endpoint."
+                                                 "api_key_env)"),
+          endpoint_model: str = typer.Option("default", "--endpoint-model", help="the model name the endpoint serves"),
+          template: bool = typer.Option(False, "--template", help="evaluate the template teacher (a floor)"),
+          kernelbench: Optional[str] = typer.Option(None, "--kernelbench", help="a KernelBench checkout: evaluate "
+                                                    "on its problems instead of the run's held-out split"),
+          levels: list[int] = typer.Option([], "--level", help="KernelBench level (repeatable; default 1 and 2)"),
+          limit: int = typer.Option(0, "--limit", help="first N problems of each level (0 = all)"),
+          config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+          set_: list[str] = typer.Option([], "--set", help=SET_HELP)) -> None:
+    """Evaluate a policy, a model folder, an endpoint or the template teacher with the KernelBench protocol
+    (fast_p against eager and torch.compile, accuracy by turn with feedback, pass@k), on KernelBench or a held-out
+    split; one `evaluate` stage run, compared with others by `kerneldojo compare`."""
+    chosen = [name for name, given in (("--from-run", from_run and not (model or endpoint or template)),
+                                       ("--model", model), ("--endpoint", endpoint), ("--template", template))
+              if given]
+    if len(chosen) != 1:
+        raise ConfigError("say who is evaluated: one of --from-run, --model, --endpoint, --template "
+                          "(--from-run may come with the others to name the run whose held-out split is used)")
+    overrides = {"--from-run": ["evaluate.policy=run"], "--model": ["evaluate.policy=model", f"evaluate.model_dir={model}"],
+                 "--endpoint": ["evaluate.policy=endpoint", f"evaluate.endpoint.base_url={endpoint}",
+                                f"evaluate.endpoint.model={endpoint_model}"],
+                 "--template": ["evaluate.policy=template"]}[chosen[0]]
+    if kernelbench:
+        overrides += ["evaluate.problems=kernelbench", f"evaluate.kernelbench_dir={kernelbench}"]
+        if levels:
+            overrides.append("evaluate.levels=[" + ",".join(map(str, levels)) + "]")
+        if limit:
+            overrides.append(f"evaluate.limit_per_level={limit}")
+    elif levels or limit:
+        raise ConfigError("--level and --limit choose KernelBench problems: give --kernelbench too")
+    overrides += set_  # explicit --set wins
+    cfg = load_config(config, overrides)
+    cfg.check_paths(["evaluate"])
+    if cfg.evaluate.needs_upstream_run and from_run is None:
+        raise ConfigError("the held-out split belongs to a run: give --from-run <run> or --kernelbench <checkout>")
+    _open_warehouse(cfg)
+    _start_prefect()
+    from flows.stages import stage as stage_flow
+    from warehouse.reports import compare_table
+
+    run_id = stage_flow(name="evaluate", from_run=from_run, config_path=config, overrides=overrides)
+    console.print(f"\n[bold green]evaluate finished:[/] {run_id}")
+    console.print(compare_table(_open_warehouse(cfg), [run_id]), markup=False)
+
+
+@app.command()
+def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put side by side"),
+            config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP)) -> None:
+    """Evaluations side by side (from the warehouse): accuracy by turn, fast_p, speedups, pass@k, verdict mix,
+    overall and per KernelBench level. The same metrics are in MLflow's compare view."""
+    from warehouse.reports import compare_table
+
+    cfg = load_config(config, [])
+    wh = _open_warehouse(cfg)
+    if wh is None:
+        raise WarehouseError(f"no warehouse at {Home.of(cfg).warehouse_path} yet: run `kerneldojo run` first")
+    console.print(compare_table(wh, run_ids), markup=False)
+
+
 @app.command()
 def runs(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
          stage_name: Optional[str] = typer.Option(None, "--stage", help="only runs of this stage")) -> None:
@@ -255,7 +320,7 @@ def _print_runs(cfg, only: set[str] | None = None, stage: str | None = None) -> 
             continue
         summary = wh.summary(r.id)
         seconds = f"{summary.get('wall_seconds', '')}"
-        text = ", ".join(f"{k}={v}" for k, v in summary.items() if k != "wall_seconds")
+        text = ", ".join(f"{k}={v}" for k, v in summary.items() if k != "wall_seconds" and not isinstance(v, dict))
         if r.status.value == "failed" and r.error:  # why it failed says more than a partial summary
             text = " ".join(r.error.split())
         color = {"succeeded": "green", "failed": "red"}.get(r.status.value, "yellow")

@@ -29,7 +29,7 @@ def stage(name: str, from_run: str | None = None, config_path: str | None = None
         return STAGE_TASKS[name](config, None, resume=resume)
     if name == "synthesize":
         return STAGE_TASKS[name](config)
-    if from_run is None:
+    if from_run is None and (name != "evaluate" or config.evaluate.needs_upstream_run):
         latest = Warehouse(Home.of(config).warehouse_path).latest_run(UPSTREAM[name])
         if latest is None:
             raise ConfigError(f"stage {name!r} needs --from-run <{UPSTREAM[name]} run id> and none has succeeded yet")

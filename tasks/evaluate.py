@@ -1,47 +1,174 @@
-"""Stage `evaluate`: KernelBench-style per-turn accuracy on held-out problems."""
+"""Stage `evaluate`: the KernelBench protocol for any policy on held-out or KernelBench problems.
+
+Who is evaluated (`evaluate.policy`): the policy of a stage run (`--from-run`), a HF model folder, a model behind
+an OpenAI-compatible endpoint, or the template teacher (a floor). On what (`evaluate.problems`): the held-out split
+of the evaluated run's problems, or the problems of a KernelBench checkout (`kernelbench_dir`, `levels`). A
+problem whose reference cannot run here (it needs the network, it crashes) is reported with the reason and left
+out; it never stops the evaluation.
+"""
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from schemas.config import PipelineConfig
-from tasks.common import progress_bar, stage_run
+from operators.hints import HintError, extract_hints
+from operators.imports import load_kernelbench
+from schemas.config import EvaluateConfig, PipelineConfig
+from schemas.records import Problem
+from tasks.common import StageContext, log, progress_bar, stage_run
 from tasks.plots import close, line_chart
-from training.evaluation import evaluate_policy
+from training.evaluation import FAST_P, EvalSummary, evaluate_policy, level_of
 from training.model import load_policy, resolve_device
 from training.rollout import HFRolloutEngine
 
+HEADLINE = ("accuracy/turn_1", "fast_1/eager/turn_1", "fast_1/compile/turn_1", "speedup/geomean_eager",
+            "faster_rate", "turns_per_pass")
 
-def run_evaluate(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str | None = None,
+
+def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_run_id: str | None = None,
                  pipeline_run_id: str | None = None) -> str:
-    """Evaluate the policy of `from_run` (any policy stage's run) on the held-out split its problems were
-    synthesized with; the MLflow run is nested under the evaluated stage run, so stages compare side by side."""
-    with stage_run("evaluate", config, [from_run], pipeline_mlflow_run_id, pipeline_run_id,
-                   nest_under_parent=True) as ctx:
-        cfg = config.evaluate
-        device = resolve_device(config.device)
-        evaluated = ctx.warehouse.succeeded_run(from_run)
-        ctx.mlflow.set_tags({"kerneldojo.evaluates": evaluated.stage, "kerneldojo.split": cfg.split})
-        model, tokenizer = load_policy(ctx.warehouse.checkpoint(evaluated.id), device)
+    """Evaluate a policy; a stage run's policy is nested under that run in MLflow, so stages compare side by
+    side, and every evaluation is one stage run whose metrics `kerneldojo compare` reads back."""
+    cfg = config.evaluate
+    if from_run is None and cfg.needs_upstream_run:
+        raise ValueError("evaluate needs --from-run: the stage run whose policy (evaluate.policy=run) or whose "
+                         "held-out split (evaluate.problems=split) is evaluated")
+    parents = [from_run] if from_run else []
+    with stage_run("evaluate", config, parents, pipeline_mlflow_run_id, pipeline_run_id,
+                   nest_under_parent=cfg.policy == "run") as ctx:
+        policy, who = _policy(ctx, cfg, from_run, config)
+        problems = _problems(ctx, cfg, from_run)
+        broken = ctx.pool.check_references(problems)
+        for problem in problems:
+            if problem.id in broken:
+                log.warning("left out %s: %s", problem.name or problem.id, broken[problem.id][:300])
+        runnable = [p for p in problems if p.id not in broken]
+        if not runnable:
+            raise RuntimeError(f"none of the {len(problems)} problems has a reference that runs here; first: "
+                               f"{next(iter(broken.values()), '')[:300]}")
+        ctx.mlflow.set_tags({"kerneldojo.evaluates": who, "kerneldojo.problems": _problems_tag(cfg)})
+        with progress_bar("evaluate", None):
+            summary = evaluate_policy(policy, lambda pairs: ctx.verify(pairs, "verify eval"), runnable, cfg,
+                                      config.verifier.backend, config.seed)
+        ctx.warehouse.add_eval_results(ctx.run_id, summary.rows)
+        metrics = {**summary.metrics, "problems": len(runnable), "problems/reference_broken": len(broken)}
+        ctx.mlflow.log_metrics(metrics)
+        _log_tables_and_plots(ctx, cfg, summary, problems, broken)
+        ctx.summary.update(evaluated=who, problems_from=_problems_tag(cfg), problems=len(runnable),
+                           reference_broken=len(broken),
+                           **{k: round(v, 3) for k, v in summary.metrics.items() if "/" not in k or
+                              k.startswith(("accuracy/", "pass_at_", "avg_at_")) or k in HEADLINE},
+                           metrics={k: round(v, 4) for k, v in metrics.items()})
+        return ctx.run_id
+
+
+def _policy(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None, config: PipelineConfig):
+    """(the policy, who it is: `<stage>:<run>`, `model:<folder>`, `endpoint:<model>`, `teacher:template`)."""
+    from training.policies import EndpointPolicy, TeacherPolicy
+    from training.teacher import OpenAITeacher, TemplateTeacher
+
+    if cfg.policy == "template":
+        policy = TeacherPolicy(TemplateTeacher(analyser=ctx.analyser), config.verifier.backend)
+        return policy, policy.name
+    if cfg.policy == "endpoint":
+        e = cfg.endpoint
+        client = OpenAITeacher(e.base_url, e.model, api_key=os.environ.get(e.api_key_env), concurrency=e.concurrency,
+                               retries=e.retries, timeout_s=e.timeout_s, max_tokens=e.max_tokens,
+                               cache_dir=str(ctx.home.cache / "endpoint"))
+        policy = EndpointPolicy(client)
+        return policy, policy.name
+    device = resolve_device(config.device)
+    if cfg.policy == "model":
+        model, tokenizer = load_policy(cfg.model_dir, device)
+        return HFRolloutEngine(model, tokenizer, device), f"model:{Path(cfg.model_dir).resolve()}"
+    evaluated = ctx.warehouse.succeeded_run(from_run)
+    model, tokenizer = load_policy(ctx.warehouse.checkpoint(evaluated.id), device)
+    return HFRolloutEngine(model, tokenizer, device), f"{evaluated.stage}:{evaluated.id}"
+
+
+def _problems_tag(cfg: EvaluateConfig) -> str:
+    if cfg.problems == "split":
+        return f"{cfg.split} split"
+    return f"kernelbench levels {','.join(map(str, cfg.levels))}"
+
+
+def _problems(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None) -> list[Problem]:
+    if cfg.problems == "split":
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(from_run, "hints").id, split=cfg.split)
         if not problems:
             raise RuntimeError(f"no held-out ({cfg.split} split) problems to evaluate; raise "
                                f"synthesize.{cfg.split}_fraction")
-        engine = HFRolloutEngine(model, tokenizer, device)
-        with progress_bar("evaluate", None):
-            summary = evaluate_policy(engine, lambda pairs: ctx.verify(pairs, "verify eval"), problems, cfg,
-                                      config.verifier.backend, config.seed)
-        ctx.warehouse.add_eval_results(ctx.run_id, summary.rows)
-        ctx.mlflow.log_metrics(summary.metrics)
-        fig = line_chart({"cumulative accuracy": [(t, summary.metrics[f"accuracy/turn_{t}"])
-                                                  for t in range(1, cfg.max_turns + 1)]},
-                         f"held-out accuracy by turn ({len(problems)} problems)", "turn", "accuracy")
-        ctx.mlflow.log_figure(fig, "accuracy_by_turn.png")
-        close(fig)
-        ctx.summary.update(evaluated=f"{evaluated.stage}:{evaluated.id}", split=cfg.split, problems=len(problems),
-                           **{k: round(v, 3) for k, v in summary.metrics.items()})
-        return ctx.run_id
+        return problems
+    found, report = load_kernelbench(cfg.kernelbench_dir, cfg.levels)
+    for name, why in report.skipped.items():
+        log.warning("not a KernelBench problem, skipped: %s (%s)", name, why)
+    if cfg.limit_per_level:  # the first N of each level, in KernelBench's own order
+        found = [p for level in sorted({p.difficulty for p in found})
+                 for p in [q for q in found if q.difficulty == level][:cfg.limit_per_level]]
+    if not found:
+        raise RuntimeError(f"no problems of levels {cfg.levels} under {cfg.kernelbench_dir}")
+
+    def hinted(problem: Problem) -> Problem:  # torch.export runs the reference: in a sandbox
+        try:
+            return problem.model_copy(update={"hints": extract_hints(problem, ctx.analyser)})
+        except HintError:  # the prompt goes without hints; whether the reference runs is checked next
+            return problem
+
+    with progress_bar("shape hints (sandboxed)", len(found)) as advance, \
+            ThreadPoolExecutor(max_workers=max(1, min(8, len(os.sched_getaffinity(0))))) as threads:
+        problems = []
+        for problem in threads.map(hinted, found):
+            problems.append(problem)
+            advance(1)
+    ctx.warehouse.add_problems(ctx.run_id, problems)
+    return problems
+
+
+def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalSummary, problems: list[Problem],
+                          broken: dict[str, str]) -> None:
+    """problems.parquet (one row per problem and sample, the left-out problems with their reason), and plots:
+    accuracy by turn and fast_p against p, per level."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = []
+    for r in summary.rollouts:
+        first, final = r.turns[0].verdict, r.turns[r.passed_turn - 1].verdict if r.passed_turn else None
+        table.append({"problem_id": r.problem.id, "name": r.problem.name, "level": level_of(r.problem),
+                      "sample": r.index, "turns": len(r.turns), "passed_turn": r.passed_turn or None,
+                      "category_turn_1": first.category.value, "category_last": r.turns[-1].verdict.category.value,
+                      "speedup_vs_eager": final.speedup_vs_eager if final else None,
+                      "speedup_vs_compile": final.speedup_vs_compile if final else None,
+                      "roofline_fraction": final.roofline_fraction if final else None,
+                      "detail_turn_1": first.detail[:500], "left_out": None})
+    for p in problems:
+        if p.id in broken:
+            table.append({"problem_id": p.id, "name": p.name, "level": level_of(p), "sample": None, "turns": 0,
+                          "passed_turn": None, "category_turn_1": None, "category_last": None,
+                          "speedup_vs_eager": None, "speedup_vs_compile": None, "roofline_fraction": None,
+                          "detail_turn_1": None, "left_out": broken[p.id][:1000]})
+    path = ctx.artifacts / "problems.parquet"
+    pq.write_table(pa.Table.from_pylist(table), path)
+    ctx.mlflow.log_artifact(path)
+
+    m = summary.metrics
+    levels = sorted({level_of(r.problem) for r in summary.rollouts if level_of(r.problem)})
+    prefixes = [f"{level}/" for level in levels] or [""]
+    label = lambda prefix: prefix.rstrip("/") or "all"  # noqa: E731
+    fig = line_chart({label(pre): [(t, m[f"{pre}accuracy/turn_{t}"]) for t in range(1, cfg.max_turns + 1)]
+                      for pre in prefixes}, "accuracy by turn, with the verifier's feedback", "turn", "accuracy")
+    ctx.mlflow.log_figure(fig, "accuracy_by_turn.png")
+    close(fig)
+    fig = line_chart({f"{label(pre)} vs {base}": [(p, m[f"{pre}fast_{p:g}/{base}/turn_1"]) for p in FAST_P]
+                      for pre in prefixes for base in ("eager", "compile")},
+                     "fast_p against p (turn 1)", "p (speedup threshold)", "fast_p")
+    ctx.mlflow.log_figure(fig, "fast_p.png")
+    close(fig)
 
 
 evaluate_task = task(run_evaluate, name="evaluate", cache_policy=NO_CACHE)

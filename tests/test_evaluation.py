@@ -32,3 +32,58 @@ def test_the_held_out_table_gives_mean_and_spread_over_seeds():
     text = held_out_table([seed(0.25, 0.5), seed(0.75, 1.0)], max_turns=3)
     assert text.splitlines()[2] == "| sft | 0.500 ± 0.354 | 0.750 ± 0.354 | 0.000 ± 0.000 | 4 | 10.000 ± 0.000 |"
     assert "rft" not in text  # stages never evaluated have no row
+
+
+def _verdict(category="pass", eager=None, compile_=None):
+    from schemas.records import Verdict, VerdictCategory
+
+    return Verdict(candidate_id="c", problem_id="p", compiled=category != "compile_error", correct=category == "pass",
+                   legal=category != "illegal", pass_fraction=1.0 if category == "pass" else 0.0,
+                   category=VerdictCategory(category), speedup_vs_eager=eager, speedup_vs_compile=compile_)
+
+
+def test_fast_p_counts_correct_kernels_faster_than_p_over_all_samples():
+    """KernelBench's fast_p: correct and speedup > p, over every sample (failures count in the denominator);
+    fast_0 is correctness, a correct kernel without a compile baseline is never 'faster than compile'."""
+    from training.evaluation import fast_p, geomean_speedup
+
+    kernels = [_verdict(eager=0.5, compile_=0.4), _verdict(eager=1.2, compile_=0.9), _verdict(eager=3.0, compile_=None),
+               _verdict("wrong_output", eager=9.0), None]
+    assert fast_p(kernels, 0) == pytest.approx(3 / 5)
+    assert fast_p(kernels, 1) == pytest.approx(2 / 5)
+    assert fast_p(kernels, 1.5) == pytest.approx(1 / 5)
+    assert fast_p(kernels, 2, "compile") == 0.0
+    assert fast_p(kernels, 0, "compile") == pytest.approx(3 / 5)
+    assert fast_p(kernels, 0.5, "compile") == pytest.approx(1 / 5)
+    assert fast_p([], 1) == 0.0
+    assert geomean_speedup(kernels) == pytest.approx((0.5 * 1.2 * 3.0) ** (1 / 3))
+    assert geomean_speedup(kernels, "compile") == pytest.approx((0.4 * 0.9) ** 0.5)
+    assert geomean_speedup([None, _verdict("compile_error")]) == 0.0
+
+
+def test_evaluation_metrics_by_turn_pass_at_k_avg_at_k_and_the_verdict_mix():
+    """Two problems x two samples, up to 3 turns with feedback, computed by hand."""
+    from training.evaluation import Outcome, evaluation_metrics
+
+    fail = lambda cat="wrong_output": _verdict(cat)  # noqa: E731
+    outcomes = [
+        Outcome("a", "level1", [_verdict(eager=2.0, compile_=1.0)]),                 # turn 1, 2x eager
+        Outcome("a", "level1", [fail("compile_error"), _verdict(eager=0.5)]),       # turn 2
+        Outcome("b", "level2", [fail(), fail(), fail()]),                           # never
+        Outcome("b", "level2", [fail("illegal"), fail(), _verdict(eager=1.6)]),    # turn 3
+    ]
+    m = evaluation_metrics(outcomes, max_turns=3, samples=2, pass_k=[1, 2, 5])
+    assert [m[f"accuracy/turn_{t}"] for t in (1, 2, 3)] == [0.25, 0.5, 0.75]
+    assert m["fast_0/eager/turn_1"] == 0.25 and m["fast_1/eager/turn_1"] == 0.25
+    assert m["fast_0/eager"] == 0.75                   # the kernel each sample ends with
+    assert m["fast_1.5/eager"] == 0.5 and m["fast_2/eager"] == 0.0  # 2.0 and 1.6 beat 1.5; nothing beats 2 strictly
+    assert m["fast_1/compile"] == 0.0                  # 1.0 is not faster than 1
+    assert m["speedup/geomean_eager"] == pytest.approx((2.0 * 0.5 * 1.6) ** (1 / 3))
+    assert m["pass_at_1/turn_1"] == pytest.approx((0.5 + 0.0) / 2)
+    assert m["pass_at_2/turn_1"] == pytest.approx((1.0 + 0.0) / 2)
+    assert "pass_at_5/turn_1" not in m                 # more than the samples drawn
+    assert m["avg_at_2/turn_1"] == pytest.approx(0.25)
+    assert m["turns_per_pass"] == pytest.approx((1 + 2 + 3) / 3)
+    assert m["category/turn_1/wrong_output"] == 0.25 and m["category/turn_1/illegal"] == 0.25
+    assert m["category/turn_1/compile_error"] == 0.25 and m["category/turn_1/pass"] == 0.25
+    assert m["faster_rate"] == pytest.approx(2 / 4)    # first passes above 1.1x eager: 2.0 and 1.6

@@ -208,6 +208,44 @@ def task_tokens(tokenizer, task: Task, backend: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
+class ChatPolicy(Protocol):
+    """A policy that answers conversations with text (a model behind an endpoint, a teacher): it can be
+    evaluated like a trained policy, but has no tokens or log-probs to train on."""
+
+    name: str
+
+    def complete(self, requests: list[tuple[Problem, list[dict[str, str]], int]], config: GenerationConfig) \
+            -> list[str]: ...  # (problem, conversation, sampling seed) -> the answer's text
+
+
+def chat_rollouts(policy: ChatPolicy, verify: VerifyBatch, problems: list[Problem], samples: int, max_turns: int,
+                  generation: GenerationConfig, backend: str, seed: int, origin: str) -> list[Rollout]:
+    """`multi_turn_rollouts` for a text policy: the same prompts, the same feedback turns (every failed sample may
+    try again, up to `max_turns`), the conversation kept as messages instead of token ids."""
+    rollouts = [Rollout(Task(p), g, i, [], [], []) for g, p in enumerate(problems) for i in range(samples)]
+    conversations = {id(r): r.task.messages(backend) for r in rollouts}
+    active = list(rollouts)
+    for turn in range(max_turns):
+        # the sample's index in its seed: n samples of one conversation are n draws, not one answer n times
+        texts = policy.complete([(r.problem, conversations[id(r)], (seed * 1000 + turn) * 1000 + r.index)
+                                 for r in active], generation)
+        gens = [Generation([], text, True) for text in texts]
+        cands = [_candidate(r.problem, gen, backend, turn, r.turns[-1].candidate.id if r.turns else None, origin)
+                 for r, gen in zip(active, gens)]
+        verdicts = verify([(r.problem, c) for r, c in zip(active, cands)])
+        for r, gen, cand, verdict in zip(active, gens, cands, verdicts):
+            r.turns.append(TurnRecord(cand, verdict, gen))
+            r.gated = True
+        active = [r for r in active if r.last_failed]
+        if not active or turn == max_turns - 1:
+            break
+        for r in active:
+            r.turns[-1].feedback = feedback_message(r.turns[-1].verdict)
+            conversations[id(r)] += [{"role": "assistant", "content": r.turns[-1].generation.text},
+                                     {"role": "user", "content": r.turns[-1].feedback}]
+    return rollouts
+
+
 def multi_turn_rollouts(engine: RolloutEngine, verify: VerifyBatch, tasks: list[Task | Problem], group_size: int,
                         max_turns: int, generation: GenerationConfig, backend: str, seed: int, origin: str,
                         gate: Callable[[torch.Tensor], torch.Tensor] | None = None,

@@ -778,13 +778,23 @@ class OpenAITeacher:
                 time.sleep(min(2.0 ** attempt * 0.5, 8.0))
         raise TeacherUnavailable(f"{self.base_url}: {last}")
 
+    def chat(self, messages: list[dict[str, str]], temperature: float | None = None, top_p: float | None = None,
+             max_tokens: int | None = None, seed: int | None = None) -> str:
+        """One chat completion (cached, retried); raises TeacherUnavailable when the endpoint fails."""
+        payload: dict[str, Any] = {"model": self.model, "messages": messages,
+                                   "temperature": self.temperature if temperature is None else temperature,
+                                   "max_tokens": max_tokens or self.max_tokens}
+        if top_p is not None:
+            payload["top_p"] = top_p
+        if seed is not None:
+            payload["seed"] = seed
+        return self._request(payload)
+
     def solve(self, problem: Problem, backend: str) -> TeacherOutput:
         from training.prompts import extract_code, prompt_messages
 
-        payload = {"model": self.model, "messages": prompt_messages(problem, backend),
-                   "temperature": self.temperature, "max_tokens": self.max_tokens}
         try:
-            completion = self._request(payload)
+            completion = self.chat(prompt_messages(problem, backend))
         except TeacherUnavailable as exc:
             return TeacherOutput(problem.id, refusal=f"endpoint failed: {exc}"[:300])
         if not extract_code(completion):

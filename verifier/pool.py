@@ -19,6 +19,7 @@ import torch
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, content_hash
 from verifier.judge import Devices, Judge
+from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
@@ -101,6 +102,16 @@ class VerifierPool(ABC):
                 on_verdict(verdict)
             yield verdict
 
+    def check_references(self, problems: Iterable[Problem]) -> dict[str, str]:
+        """Problem id -> why its reference cannot run here (it fails to load, a trial raises, its outputs are
+        unreadable), for each such problem. A broken reference is the problem's fault, never a candidate's:
+        callers leave those problems out (and report them) instead of judging candidates against them. The
+        references that run stay with the judges, so the candidates' verdicts reuse them."""
+        return {pid: why for pid, why in self._reference_errors(list(problems)) if why is not None}
+
+    @abstractmethod
+    def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]: ...
+
     @abstractmethod
     def _submit(self, problem: Problem, candidate: Candidate): ...
 
@@ -138,6 +149,11 @@ class LocalVerifierPool(VerifierPool):
     def _submit(self, problem: Problem, candidate: Candidate) -> Future:
         return self._executor.submit(self.judge.verify, problem, candidate, self.devices)
 
+    def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]:
+        futures = [self._executor.submit(reference_error, self.judge, p) for p in problems]
+        for problem, future in zip(problems, futures):
+            yield problem.id, future.result()
+
     def _completed(self, handles: list[Future]) -> Iterator[Verdict]:
         pending = set(handles)
         while pending:
@@ -148,6 +164,15 @@ class LocalVerifierPool(VerifierPool):
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
         self.judge.close()
+
+
+def reference_error(judge: Judge, problem: Problem) -> str | None:
+    """Why the judge cannot run this problem's reference, or None when it can (its trials are then kept)."""
+    try:
+        judge.reference(problem)
+    except ReferenceError as exc:
+        return str(exc)
+    return None
 
 
 def make_pool(config: VerifierConfig, cache_dir: str | Path, base_seed: int = 0) -> VerifierPool:

@@ -34,6 +34,11 @@ class _JudgeActor:
         candidate = Candidate.model_validate_json(candidate_json)
         return self.judge.verify(problem, candidate).model_dump_json()
 
+    def reference_error(self, problem_json: str) -> str | None:
+        from verifier.pool import reference_error
+
+        return reference_error(self.judge, Problem.model_validate_json(problem_json))
+
     def close(self) -> None:
         self.judge.close()
 
@@ -59,6 +64,10 @@ class RayVerifierPool(VerifierPool):
 
     def _submit(self, problem: Problem, candidate: Candidate) -> None:
         self._pool.submit(lambda a, job: a.verify.remote(*job), (problem.model_dump_json(), candidate.model_dump_json()))
+
+    def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]:
+        errors = self._pool.map(lambda a, p: a.reference_error.remote(p.model_dump_json()), problems)
+        yield from zip((p.id for p in problems), errors)
 
     def _completed(self, handles: list) -> Iterator[Verdict]:
         for _ in handles:

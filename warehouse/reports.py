@@ -43,3 +43,35 @@ def held_out_table(per_seed: list[list[dict]], max_turns: int) -> str:
                      f"| {_mean_std(pick('faster_rate'))} | {'/'.join(map(str, problems))} "
                      f"| {_mean_std(pick('wall_s'))} |")
     return "\n".join(lines)
+
+
+# What `kerneldojo compare` shows of each evaluation, per level and overall (prefix "" = all problems).
+COMPARED = ("problems", "accuracy/turn_1", "accuracy/turn_3", "fast_0/eager/turn_1", "fast_1/eager/turn_1",
+            "fast_1.5/eager/turn_1", "fast_2/eager/turn_1", "fast_1/compile/turn_1", "fast_1/eager",
+            "speedup/geomean_eager", "speedup/geomean_compile", "pass_at_1/turn_1", "pass_at_5/turn_1",
+            "turns_per_pass", "category/turn_1/compile_error", "category/turn_1/wrong_output",
+            "category/turn_1/illegal")
+
+
+def compare_table(warehouse, run_ids: list[str]) -> str:
+    """Markdown: one column per evaluation run, one row per metric (overall, then per KernelBench level)."""
+    columns = []
+    for run_id in run_ids:
+        run = warehouse.succeeded_run(run_id, "evaluate")
+        summary = warehouse.summary(run.id)
+        metrics = summary.get("metrics") or {k: v for k, v in summary.items() if isinstance(v, (int, float))}
+        columns.append((run.id, summary.get("evaluated", "?"), summary.get("problems_from", "?"), metrics))
+    levels = sorted({k.split("/", 1)[0] for _, _, _, m in columns for k in m if k.startswith("level")})
+    lines = ["| metric | " + " | ".join(run_id for run_id, *_ in columns) + " |",
+             "| --- |" + " ---: |" * len(columns),
+             "| evaluated | " + " | ".join(who for _, who, _, _ in columns) + " |",
+             "| problems from | " + " | ".join(where for _, _, where, _ in columns) + " |"]
+    for prefix in ["", *(f"{level}/" for level in levels)]:
+        for name in COMPARED:
+            values = [m.get(prefix + name) for *_, m in columns]
+            if all(v is None for v in values):
+                continue
+            cells = ["-" if v is None else f"{v:.3f}" if isinstance(v, float) and not float(v).is_integer()
+                     else f"{v:g}" for v in values]
+            lines.append(f"| {prefix}{name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
