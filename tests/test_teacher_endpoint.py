@@ -84,3 +84,34 @@ def test_unreachable_endpoint_is_retried_then_refused(tmp_path):
     out = teacher.solve(PROBLEMS[0], "cpu")
     assert out.completion is None and "endpoint failed" in out.refusal
     assert teacher.requests_sent == 3
+
+
+def test_an_endpoint_is_evaluated_with_the_kernelbench_protocol(server, tmp_path, verifier_cache):
+    """`evaluate.policy=endpoint` on a KernelBench-format folder: each sample is its own request (its own seed,
+    its own cache entry), every answer is judged, and a re-run is served from the cache with the same verdicts."""
+    from flows.stages import stage
+    from tasks.common import Home
+    from warehouse.store import Warehouse
+
+    url, model = server
+    kernelbench = tmp_path / "KernelBench" / "level1"
+    kernelbench.mkdir(parents=True)
+    for i, problem in enumerate(PROBLEMS):
+        (kernelbench / f"{i + 1}_{problem.name}.py").write_text(problem.reference)
+    overrides = [f"home={tmp_path / 'home'}", f"verifier.cache_dir={verifier_cache}", "evaluate.policy=endpoint",
+                 f"evaluate.endpoint.base_url={url}", f"evaluate.endpoint.model={model}",
+                 "evaluate.problems=kernelbench", f"evaluate.kernelbench_dir={kernelbench.parent}",
+                 "evaluate.levels=[1]", "evaluate.max_turns=1", "evaluate.samples_per_problem=2",
+                 "evaluate.pass_k=[1,2]", "evaluate.generation.max_new_tokens=800", "verifier.timing_runs=2"]
+    first = stage(name="evaluate", overrides=overrides)
+    wh = Warehouse(Home.of(load_config(None, overrides)).warehouse_path)
+    summary = wh.summary(first)
+    assert summary["evaluated"] == f"endpoint:{model}" and summary["problems"] == 2
+    assert {"pass_at_2/turn_1", "level1/fast_0/eager/turn_1"} <= set(summary["metrics"])
+    cached = sorted((tmp_path / "home" / "cache" / "endpoint").glob("*.json"))
+    assert len(cached) == 4  # 2 problems x 2 samples, each drawn with its own seed
+    rows = sorted((r["problem_id"], r["sample"], r["category"]) for r in wh.eval_rows(first))
+    assert len(rows) == 4
+    again = stage(name="evaluate", overrides=overrides)
+    assert sorted((tmp_path / "home" / "cache" / "endpoint").glob("*.json")) == cached
+    assert sorted((r["problem_id"], r["sample"], r["category"]) for r in wh.eval_rows(again)) == rows
