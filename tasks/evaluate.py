@@ -51,7 +51,9 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         if not runnable:
             raise RuntimeError(f"none of the {len(problems)} problems has a reference that runs here; first: "
                                f"{next(iter(broken.values()), '')[:300]}")
-        ctx.mlflow.set_tags({"kerneldojo.evaluates": who, "kerneldojo.problems": _problems_tag(cfg)})
+        # evaluates: the stage (sft, ..., leap_rl) or the kind of policy (model, endpoint, template); policy: which
+        ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
+                             "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg)})
         with progress_bar("evaluate", None):
             summary = evaluate_policy(policy, lambda pairs: ctx.verify(pairs, "verify eval"), runnable, cfg,
                                       config.verifier.backend, config.seed)
@@ -156,6 +158,7 @@ def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalS
     pq.write_table(pa.Table.from_pylist(table), path)
     ctx.mlflow.log_artifact(path)
 
+    ctx.mlflow.log_text(timing_protocol(ctx.config), "timing_protocol.md")
     m = summary.metrics
     levels = sorted({level_of(r.problem) for r in summary.rollouts if level_of(r.problem)})
     prefixes = [f"{level}/" for level in levels] or [""]
@@ -169,6 +172,20 @@ def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalS
                      "fast_p against p (turn 1)", "p (speedup threshold)", "fast_p")
     ctx.mlflow.log_figure(fig, "fast_p.png")
     close(fig)
+
+
+def timing_protocol(config: PipelineConfig) -> str:
+    """How the speedups of this evaluation were measured, to be read next to them."""
+    v = config.verifier
+    return (f"# Timing protocol\n\nbackend {v.backend}; {v.trials} correctness trials (fresh seed and inputs each, "
+            f"tolerance `{v.tolerance}`); speed: {v.timing_warmup} warm-up calls, then at least {v.timing_runs} "
+            "timed calls (more for short calls, towards 20 ms of timed work, at most 100), the median reported; "
+            "CUDA events with the L2 cache flushed before every call on cuda, the judge's own clock around the "
+            "timed calls; every timed call gets its own input set (rotated through judge-made sets, never "
+            "reused), outputs of timed calls checked against the reference; the reference is timed the same "
+            "way in its own sandbox, eager and under torch.compile"
+            f"{'' if v.compare_torch_compile else ' (torch.compile baseline off)'}. fast_p counts a kernel that is "
+            "correct and more than p times faster than the baseline, over all samples.\n")
 
 
 evaluate_task = task(run_evaluate, name="evaluate", cache_policy=NO_CACHE)
