@@ -225,35 +225,17 @@ def eval_(from_run: Optional[str] = typer.Option(None, "--from-run", help="evalu
     """Evaluate a policy, a model folder, an endpoint or the template teacher with the KernelBench protocol
     (fast_p against eager and torch.compile, accuracy by turn with feedback, pass@k), on KernelBench or a held-out
     split; one `evaluate` stage run, compared with others by `kerneldojo compare`."""
-    chosen = [name for name, given in (("--from-run", from_run and not (model or endpoint or template)),
-                                       ("--model", model), ("--endpoint", endpoint), ("--template", template))
-              if given]
-    if len(chosen) != 1:
-        raise ConfigError("say who is evaluated: one of --from-run, --model, --endpoint, --template "
-                          "(--from-run may come with the others to name the run whose held-out split is used)")
-    overrides = {"--from-run": ["evaluate.policy=run"], "--model": ["evaluate.policy=model", f"evaluate.model_dir={model}"],
-                 "--endpoint": ["evaluate.policy=endpoint", f"evaluate.endpoint.base_url={endpoint}",
-                                f"evaluate.endpoint.model={endpoint_model}"],
-                 "--template": ["evaluate.policy=template"]}[chosen[0]]
-    if kernelbench:
-        overrides += ["evaluate.problems=kernelbench", f"evaluate.kernelbench_dir={kernelbench}"]
-        if levels:
-            overrides.append("evaluate.levels=[" + ",".join(map(str, levels)) + "]")
-        if limit:
-            overrides.append(f"evaluate.limit_per_level={limit}")
-    elif levels or limit:
-        raise ConfigError("--level and --limit choose KernelBench problems: give --kernelbench too")
-    overrides += set_  # explicit --set wins
-    cfg = load_config(config, overrides)
-    cfg.check_paths(["evaluate"])
-    if cfg.evaluate.needs_upstream_run and from_run is None:
-        raise ConfigError("the held-out split belongs to a run: give --from-run <run> or --kernelbench <checkout>")
-    _open_warehouse(cfg)
-    _start_prefect()
-    from flows.stages import stage as stage_flow
+    from flows.evaluation import eval_overrides, evaluate_flow
     from warehouse.reports import compare_table
 
-    run_id = stage_flow(name="evaluate", from_run=from_run, config_path=config, overrides=overrides)
+    cfg = load_config(config, [*eval_overrides(from_run, model, endpoint, endpoint_model, template, kernelbench,
+                                               levels, limit), *set_])
+    cfg.check_paths(["evaluate"])
+    _open_warehouse(cfg)
+    _start_prefect()
+    run_id = evaluate_flow(from_run=from_run, model_dir=model, endpoint=endpoint, endpoint_model=endpoint_model,
+                           template=template, kernelbench_dir=kernelbench, levels=levels or None,
+                           limit_per_level=limit, config_path=config, overrides=set_)
     console.print(f"\n[bold green]evaluate finished:[/] {run_id}")
     console.print(compare_table(_open_warehouse(cfg), [run_id]), markup=False)
 

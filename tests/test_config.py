@@ -53,6 +53,9 @@ def test_stage_config_holds_the_stage_and_shared_sections():
 
 
 def test_prefect_yaml_declares_the_pipeline_and_every_stage():
+    import importlib
+    import inspect
+
     import yaml
 
     from schemas.config import STAGES
@@ -63,8 +66,12 @@ def test_prefect_yaml_declares_the_pipeline_and_every_stage():
     assert len(pipeline) == 1 and pipeline[0]["schedules"][0]["cron"]
     staged = {d["parameters"]["name"] for d in deployments if d["entrypoint"] == "flows/stages.py:stage"}
     assert staged == set(STAGES)
-    for d in deployments:  # every deployment's config loads
+    for d in deployments:  # every deployment's config loads, and its flow takes its parameters
         load_config(ROOT / d["parameters"]["config_path"])
+        path, name = d["entrypoint"].split(":")
+        flow = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), name)
+        inspect.signature(flow.fn).bind(**d["parameters"])
+    assert any(d["entrypoint"] == "flows/evaluation.py:evaluate_flow" for d in deployments)
 
 
 def test_leap_presets_set_the_paper_baselines_and_explicit_keys_win():
