@@ -91,6 +91,7 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     runs, config, _, wh = demo
     client = MlflowClient(default_tracking_uri(Home.of(config).root))
     experiment = client.get_experiment_by_name("kerneldojo")
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"  # the runs view, not GenAI's
     all_runs = client.search_runs([experiment.experiment_id])
     parents = [r for r in all_runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in all_runs if "mlflow.parentRunId" in r.data.tags]

@@ -35,6 +35,9 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+
+
 def default_tracking_uri(home: Path) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(home / 'mlflow.db').resolve()}"
 
@@ -52,6 +55,10 @@ class Tracker:
             self.experiment_id = self.client.create_experiment(experiment, artifact_location=artifacts.as_uri())
         else:
             self.experiment_id = found.experiment_id
+        if found is None or found.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+            # MLflow 3 opens an experiment without a kind in its GenAI view (traces): ours is model training,
+            # whose runs table, charts and compare view are what a user comes for
+            self.client.set_experiment_tag(self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
 
     def start_run(self, name: str, params: dict[str, Any] | None = None, parent_run_id: str | None = None,
                   tags: dict[str, str] | None = None) -> "RunLogger":
