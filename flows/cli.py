@@ -17,7 +17,9 @@ from typing import Optional
 # Quiet, offline-friendly Prefect defaults; a user's own settings win.
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# Prefect's console shows warnings and errors only; the API (the flow run's logs in the UI) gets INFO too
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
+os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import typer  # noqa: E402

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schemas.config import PipelineConfig, accepted_parents, config_hash
+from tasks.prefect_ui import announce_stage_run, mlflow_run_link, publish_summary
 from schemas.records import Candidate, Problem, StageStatus, Verdict
 from verifier.analysis import ReferenceAnalyser
 from verifier.pool import VerifierPool, make_pool
@@ -203,6 +204,7 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
                                              "kerneldojo.parents": ",".join(parent_ids)})
             warehouse.set_mlflow_run(run.id, logger.run_id)
         ctx = StageContext(stage, run.id, config, home, warehouse, logger)
+        announce_stage_run(stage, run.id, run.parent_ids, logger.run_id)
         started = time.perf_counter()
         console.rule(f"[bold cyan]{stage}[/] {run.id}")
         yield ctx
@@ -213,6 +215,8 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
         logger.log_metrics({"stage/wall_seconds": ctx.summary["wall_seconds"]})
         logger.log_json(ctx.summary, "summary.json")
         warehouse.finish_stage_run(run.id, StageStatus.succeeded, summary=ctx.summary)
+        publish_summary(stage, run.id, run.parent_ids, "succeeded", ctx.summary,
+                        mlflow_run_link(tracker.experiment_id, logger.run_id))
     except BaseException as exc:
         error = failure_text(exc)
         if ctx is not None:
@@ -223,6 +227,9 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
         if logger is not None:
             logger.set_tags({"kerneldojo.error": error[:5000]})
             logger.finish(ok=False)
+        if not isinstance(exc, (KeyboardInterrupt, Killed, TerminationSignal)):  # a killed run reports nothing more
+            publish_summary(stage, run.id, run.parent_ids, "failed", ctx.summary if ctx is not None else {},
+                            mlflow_run_link(tracker.experiment_id, logger.run_id) if logger else None, error)
         with suppress(AttributeError):  # an exception class with __slots__ takes no attribute
             setattr(exc, FAILED_STAGE_RUN, (stage, run.id))
         raise

@@ -11,7 +11,9 @@ os.environ.setdefault("PREFECT_HOME", str(_SESSION_DIR / "prefect"))
 os.environ["KERNELDOJO_PROGRESS"] = "0"
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# Prefect's console shows warnings and errors only; the API (the flow run's logs in the UI) gets INFO too
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
+os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.pop("MLFLOW_TRACKING_URI", None)
 os.environ.pop("KERNELDOJO_HOME", None)

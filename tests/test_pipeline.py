@@ -264,3 +264,24 @@ def test_leap_run_killed_mid_way_resumes_from_its_last_checkpoint(demo):
     assert [m.step for m in history].count(0) == 1 and [m.step for m in history].count(1) == 1
     artifacts = {a.path for a in client.list_artifacts(run.mlflow_run_id)}
     assert {"leap_rl_accuracy_vs_time.png", "leap_rl_progress.png"} <= artifacts
+
+
+def test_a_stage_flow_run_shows_its_stage_run_in_prefect(demo):
+    """A Prefect UI user finds the stage run id (the next stage's `from_run`) in the flow run's name, its logs
+    and a markdown artifact with the summary, the lineage and the MLflow link."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, LogFilter, LogFilterFlowRunId
+
+    runs, _, overrides, _ = demo
+    run_id = stage(name="hints", from_run=runs["synthesize"], overrides=overrides)
+    key = f"hints-{run_id}"
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+        assert len(artifacts) == 1
+        markdown = artifacts[0].data
+        assert f"`{run_id}` — succeeded" in markdown and f"`{runs['synthesize']}`" in markdown
+        assert "/#/experiments/" in markdown and "| problems | 8 |" in markdown
+        flow_run = client.read_flow_run(artifacts[0].flow_run_id)
+        assert flow_run.name == f"hints · {run_id}"
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
+        assert any(f"stage run {run_id}, from {runs['synthesize']}" in entry.message for entry in logs)
