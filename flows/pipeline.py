@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from prefect import flow
@@ -9,7 +10,9 @@ from prefect import flow
 from schemas.config import STAGES, load_config
 from tasks import STAGE_TASKS
 from tasks.common import Home
-from warehouse.tracking import Tracker
+from tasks.prefect_ui import announce_pipeline_run, mlflow_run_link, prefect_flow_run
+from warehouse.store import Warehouse
+from warehouse.tracking import Tracker, run_tags
 
 
 @flow(name="kerneldojo-pipeline", log_prints=True)
@@ -22,8 +25,11 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None)
     config = load_config(config_path, overrides)
     home = Home.of(config)
     pipeline_run_id = f"pipeline-{uuid.uuid4().hex[:10]}"
-    parent = Tracker(home.root).start_run(f"pipeline:{pipeline_run_id}", params=config.model_dump(),
-                                          tags={"kerneldojo.pipeline_run_id": pipeline_run_id})
+    started = time.perf_counter()
+    tracker = Tracker(home.root)
+    parent = tracker.start_run(pipeline_run_id, params={**config.model_dump(), "home": str(home.root)},
+                               tags={"kerneldojo.pipeline_run_id": pipeline_run_id, **run_tags(prefect_flow_run())})
+    announce_pipeline_run(pipeline_run_id, mlflow_run_link(tracker.experiment_id, parent.run_id))
     runs: dict[str, str] = {}
     previous: str | None = None
     try:
@@ -41,5 +47,26 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None)
         parent.finish(ok=False)
         raise
     parent.log_json(runs, "stage_runs.json")
+    parent.log_metrics({"pipeline/wall_seconds": time.perf_counter() - started,
+                        **pipeline_metrics(Warehouse(home.warehouse_path), runs)})
     parent.finish(ok=True)
     return runs
+
+
+HELD_OUT_METRICS = ("accuracy/", "fast_", "speedup/", "pass_at_", "avg_at_")  # per-level ones stay on the evaluation
+
+
+def pipeline_metrics(warehouse: Warehouse, runs: dict[str, str]) -> dict[str, float]:
+    """What two pipelines are compared on, on the parent run: each stage's seconds and held-out numbers of
+    every evaluation, named by the stage evaluated (`held_out/sft/accuracy/turn_1`)."""
+    metrics: dict[str, float] = {}
+    for key, run_id in runs.items():
+        summary = warehouse.summary(run_id)
+        if key == "evaluate" or key.startswith("evaluate@"):
+            evaluated = key.split("@")[1] if "@" in key else "leap_rl"
+            numbers = summary.get("metrics") or {}
+            metrics.update({f"held_out/{evaluated}/{name}": value for name, value in numbers.items()
+                            if name.startswith(HELD_OUT_METRICS) or name in ("faster_rate", "turns_per_pass")})
+        else:
+            metrics[f"stage_seconds/{key}"] = float(summary.get("wall_seconds", 0.0))
+    return metrics

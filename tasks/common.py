@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schemas.config import PipelineConfig, accepted_parents, config_hash
-from tasks.prefect_ui import announce_stage_run, mlflow_run_link, publish_summary
+from tasks.prefect_ui import announce_stage_run, mlflow_run_link, prefect_flow_run, publish_summary
 from schemas.records import Candidate, Problem, StageStatus, Verdict
 from verifier.analysis import ReferenceAnalyser
 from verifier.pool import VerifierPool, make_pool
@@ -30,7 +30,7 @@ from warehouse.home import Home
 from warehouse.process import Killed
 from warehouse.reconcile import reconcile
 from warehouse.store import Warehouse, WarehouseError
-from warehouse.tracking import RunLogger, Tracker
+from warehouse.tracking import RunLogger, Tracker, run_tags
 
 console = Console(stderr=True)
 SAMPLES_PER_CATEGORY = 3  # generated kernels per verdict category kept as an MLflow artifact
@@ -194,14 +194,16 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
     try:
         if resume_run_id:
             logger = (tracker.resume_run(run.mlflow_run_id) if run.mlflow_run_id
-                      else tracker.start_run(f"{stage}:{run.id}"))
+                      else tracker.start_run(run.id, tags=run_tags(prefect_flow_run())))
         else:
             mlflow_parent = pipeline_mlflow_run_id
             if nest_under_parent and parent_ids:
                 mlflow_parent = warehouse.stage_run(parent_ids[0]).mlflow_run_id or mlflow_parent
-            logger = tracker.start_run(f"{stage}:{run.id}", params=resolved, parent_run_id=mlflow_parent,
+            # named by the run id alone: it starts with the stage, and MLflow's table cuts long names short
+            logger = tracker.start_run(run.id, params=resolved, parent_run_id=mlflow_parent,
                                        tags={"kerneldojo.stage": stage, "kerneldojo.stage_run_id": run.id,
-                                             "kerneldojo.parents": ",".join(parent_ids)})
+                                             "kerneldojo.parents": ",".join(parent_ids),
+                                             **run_tags(prefect_flow_run())})
             warehouse.set_mlflow_run(run.id, logger.run_id)
         ctx = StageContext(stage, run.id, config, home, warehouse, logger)
         announce_stage_run(stage, run.id, run.parent_ids, logger.run_id)

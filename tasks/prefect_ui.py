@@ -34,6 +34,25 @@ def announce_stage_run(stage: str, run_id: str, parent_ids: list[str], mlflow_ru
             client.update_flow_run(context.flow_run.id, name=f"{stage} · {run_id}")
 
 
+def announce_pipeline_run(pipeline_run_id: str, mlflow_link: str) -> None:
+    """Name the pipeline's flow run after its pipeline run id and log where its MLflow parent run is."""
+    context = _flow_run_context()
+    if context is None:
+        return
+    from prefect import get_run_logger
+    from prefect.client.orchestration import get_client
+
+    get_run_logger().info("pipeline run %s; MLflow: %s", pipeline_run_id, mlflow_link)
+    with suppress(Exception), get_client(sync_client=True) as client:
+        client.update_flow_run(context.flow_run.id, name=f"pipeline · {pipeline_run_id}")
+
+
+def prefect_flow_run() -> str | None:
+    """The id of the Prefect flow run this code runs in, if any (tagged on MLflow runs: MLflow -> Prefect)."""
+    context = _flow_run_context()
+    return str(context.flow_run.id) if context is not None else None
+
+
 def mlflow_run_link(experiment_id: str, mlflow_run_id: str) -> str:
     """The run's page in the MLflow UI (`KERNELDOJO_MLFLOW_UI`, default a local `mlflow ui`)."""
     ui = os.environ.get("KERNELDOJO_MLFLOW_UI", "http://127.0.0.1:5000").rstrip("/")

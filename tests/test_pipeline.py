@@ -97,6 +97,13 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     children = [r for r in all_runs if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 1
     assert {r.data.tags["kerneldojo.stage"] for r in children} == set(STAGES)
+    # two pipelines compare on their parent runs: stage seconds and every stage's held-out numbers
+    parent_metrics = parents[0].data.metrics
+    assert {"pipeline/wall_seconds", "stage_seconds/sft", "held_out/sft/accuracy/turn_1",
+            "held_out/leap_rl/accuracy/turn_1", "held_out/leap_rl/fast_1/eager/turn_1"} <= set(parent_metrics)
+    assert parents[0].data.params["home"] == str(Home.of(config).root)
+    assert all(r.info.run_name == r.data.tags["kerneldojo.stage_run_id"] for r in children)
+    assert all(len(r.data.tags.get("mlflow.source.git.commit", "")) == 40 for r in all_runs)
     by_id = {r.info.run_id: r for r in children}
     stages = [r for r in children if r.data.tags["kerneldojo.stage"] != "evaluate"]
     assert all(r.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for r in stages)
@@ -269,6 +276,8 @@ def test_leap_run_killed_mid_way_resumes_from_its_last_checkpoint(demo):
 def test_a_stage_flow_run_shows_its_stage_run_in_prefect(demo):
     """A Prefect UI user finds the stage run id (the next stage's `from_run`) in the flow run's name, its logs
     and a markdown artifact with the summary, the lineage and the MLflow link."""
+    import time
+
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey, LogFilter, LogFilterFlowRunId
 
@@ -283,5 +292,11 @@ def test_a_stage_flow_run_shows_its_stage_run_in_prefect(demo):
         assert "/#/experiments/" in markdown and "| problems | 8 |" in markdown
         flow_run = client.read_flow_run(artifacts[0].flow_run_id)
         assert flow_run.name == f"hints · {run_id}"
-        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
-        assert any(f"stage run {run_id}, from {runs['synthesize']}" in entry.message for entry in logs)
+        announced = f"stage run {run_id}, from {runs['synthesize']}"
+        deadline = time.monotonic() + 30  # Prefect ships run logs to its API in the background
+        while True:
+            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
+            if any(announced in entry.message for entry in logs) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert any(announced in entry.message for entry in logs), [entry.message for entry in logs]

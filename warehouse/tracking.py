@@ -38,6 +38,25 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 
+def run_tags(prefect_flow_run: str | None = None) -> dict[str, str]:
+    """Tags every kerneldojo MLflow run carries: the git commit of the code (MLflow's own source tag, shown in
+    its UI) and, when it runs in one, the Prefect flow run."""
+    import subprocess
+
+    tags = {}
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    if prefect_flow_run:
+        tags["kerneldojo.prefect_flow_run_id"] = prefect_flow_run
+    return tags
+
+
 def default_tracking_uri(home: Path) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(home / 'mlflow.db').resolve()}"
 
