@@ -61,11 +61,11 @@ def run_method(config_path: str | None, sets: list[str], warmup: str, method: st
 def step_curves(client, mlflow_run_id: str) -> list[dict[str, float]]:
     """Per training step: wall seconds, cumulative verifier calls, first-turn pass rate (from MLflow's history)."""
     history = {key: {m.step: m.value for m in client.get_metric_history(mlflow_run_id, key)}
-               for key in ("wall_seconds", "verifier_calls", "pass_rate/turn_1")}
+               for key in ("elapsed_seconds", "verifier_calls", "pass_rate/turn_1")}
     rows, calls = [], 0.0
-    for step in sorted(history["wall_seconds"]):
+    for step in sorted(history["elapsed_seconds"]):
         calls += history["verifier_calls"].get(step, 0.0)
-        rows.append({"step": step, "wall_seconds": history["wall_seconds"][step], "verifier_calls": calls,
+        rows.append({"step": step, "wall_seconds": history["elapsed_seconds"][step], "verifier_calls": calls,
                      "pass_rate_turn_1": history["pass_rate/turn_1"].get(step, float("nan"))})
     return rows
 

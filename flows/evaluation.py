@@ -42,10 +42,21 @@ def evaluate_flow(from_run: str | None = None, model_dir: str | None = None, end
                   endpoint_model: str = "default", template: bool = False, kernelbench_dir: str | None = None,
                   levels: list[int] | None = None, limit_per_level: int = 0, config_path: str | None = None,
                   overrides: list[str] | None = None) -> str:
-    """Evaluate the policy of a stage run (`from_run`), a HF model folder (`model_dir`), an OpenAI-compatible
-    endpoint (`endpoint`, `endpoint_model`) or the template teacher (`template`), on a KernelBench checkout
-    (`kernelbench_dir`, `levels`, `limit_per_level`) or on `from_run`'s held-out split. `overrides` (KEY=VALUE)
-    win over the rest. Returns the evaluate stage run id."""
+    """Evaluate a policy, a model or an endpoint with the KernelBench protocol. Returns the evaluate stage run id.
+
+    Args:
+        from_run: A policy stage run (sft, rft, warmup_rl, leap_rl) to evaluate; with another policy given, the run
+            whose held-out split is used.
+        model_dir: A HF causal-LM folder to evaluate instead.
+        endpoint: An OpenAI-compatible endpoint to evaluate instead (e.g. http://127.0.0.1:8000/v1).
+        endpoint_model: The model name the endpoint serves.
+        template: Evaluate the template teacher (a floor for trained policies).
+        kernelbench_dir: A KernelBench checkout on the worker; empty: the held-out split of `from_run`.
+        levels: KernelBench levels (default 1 and 2).
+        limit_per_level: The first N problems of each level (0 = all).
+        config_path: A pipeline YAML on the worker (empty: the embedded tiny config).
+        overrides: Config overrides, KEY=VALUE each; they win over the rest.
+    """
     chosen = eval_overrides(from_run, model_dir, endpoint, endpoint_model, template, kernelbench_dir, levels,
                             limit_per_level)
     config = load_config(config_path, [*chosen, *(overrides or [])])

@@ -18,9 +18,12 @@ from warehouse.tracking import Tracker, run_tags
 @flow(name="kerneldojo-pipeline", log_prints=True)
 def pipeline(config_path: str | None = None, overrides: list[str] | None = None) -> dict[str, str]:
     """Run every stage in order; each stage run records its parent, so lineage reaches back to `synthesize`.
-
     With `evaluate.after`, the policy is also evaluated after those stages (`evaluate@<stage>` in the result).
     Returns {stage: stage_run_id}.
+
+    Args:
+        config_path: A pipeline YAML on the worker (empty: the embedded tiny config).
+        overrides: Config overrides, KEY=VALUE each (e.g. `sft.epochs=5`, `evaluate.after=[sft,rft]`).
     """
     config = load_config(config_path, overrides)
     home = Home.of(config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prefect import flow
 
-from schemas.config import STAGES, UPSTREAM, ConfigError, load_config
+from schemas.config import STAGES, UPSTREAM, ConfigError, StageName, load_config
 from tasks import STAGE_TASKS
 from tasks.common import Home
 from warehouse.store import Warehouse
@@ -15,11 +15,19 @@ RESUMABLE = ("warmup_rl", "leap_rl")
 
 
 @flow(name="kerneldojo-stage", log_prints=True)
-def stage(name: str, from_run: str | None = None, config_path: str | None = None,
+def stage(name: StageName, from_run: str | None = None, config_path: str | None = None,
           overrides: list[str] | None = None, resume: str | None = None) -> str:
-    """Re-run one stage. `from_run` is a succeeded run of its upstream stage; when omitted, the
-    latest succeeded one is used. `resume` continues an interrupted RL run from its last checkpoint.
-    Returns the stage run id."""
+    """Re-run one stage against an earlier stage run, or resume an interrupted RL run. Returns the stage run id
+    (also in the flow run's name, its logs and its summary artifact).
+
+    Args:
+        name: The stage to run.
+        from_run: A succeeded run of the upstream stage (e.g. `sft-1a2b3c4d5e` for `rft`; for `evaluate`, any policy
+            stage's run). Empty: the latest succeeded one.
+        config_path: A pipeline YAML on the worker (empty: the embedded tiny config).
+        overrides: Config overrides, KEY=VALUE each (e.g. `sft.epochs=5`).
+        resume: A warmup_rl or leap_rl stage run to continue from its last checkpoint (then `from_run` is unused).
+    """
     if name not in STAGES:
         raise ConfigError(f"unknown stage {name!r}; stages are {', '.join(STAGES)}")
     config = load_config(config_path, overrides)

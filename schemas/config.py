@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from schemas.records import content_hash
 
 STAGES = ("synthesize", "hints", "distill", "sft", "rft", "warmup_rl", "leap_rl", "evaluate")
+StageName = Literal["synthesize", "hints", "distill", "sft", "rft", "warmup_rl", "leap_rl", "evaluate"]  # a choice in forms
 # The DAG: the stage whose run each stage reads from (its `--from-run`).
 UPSTREAM = {"hints": "synthesize", "distill": "hints", "sft": "distill", "rft": "sft", "warmup_rl": "rft",
             "leap_rl": "warmup_rl", "evaluate": "leap_rl"}

@@ -155,6 +155,13 @@ def failure_text(exc: BaseException) -> str:
     return "".join(traceback.format_exception_only(type(exc), exc)).strip()
 
 
+def lm_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """The HF Trainer's logs under one prefix (`lm/loss`, `lm/grad_norm`, ...; `train_loss` -> `lm/mean_loss`):
+    the language-model loss never shares a name with RL's PPO loss (`ppo/loss`)."""
+    renamed = {"train_loss": "mean_loss", "train_runtime": "runtime_seconds"}
+    return {f"lm/{renamed.get(k, k.removeprefix('train_'))}": v for k, v in metrics.items()}
+
+
 @contextmanager
 def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipeline_mlflow_run_id: str | None = None,
               pipeline_run_id: str | None = None, resume_run_id: str | None = None,

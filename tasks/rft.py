@@ -6,7 +6,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.config import PipelineConfig
-from tasks.common import progress_bar, stage_run
+from tasks.common import lm_metrics, progress_bar, stage_run
 from training.model import load_policy, resolve_device
 from training.prompts import prompt_messages
 from training.rft import Sample, select_diverse
@@ -43,7 +43,7 @@ def run_rft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
         with progress_bar("rft steps", total_steps(len(examples), cfg.batch_size, cfg.epochs)) as advance:
             result = train_sft(model, tokenizer, examples, epochs=cfg.epochs, learning_rate=cfg.learning_rate,
                                batch_size=cfg.batch_size, max_length=cfg.max_length, seed=config.seed,
-                               on_metrics=lambda m, s: ctx.mlflow.log_metrics({f"train/{k}": v for k, v in m.items()}, s),
+                               on_metrics=lambda m, s: ctx.mlflow.log_metrics(lm_metrics(m), s),
                                on_step=advance)
         ctx.save_policy(model, tokenizer, result.steps)
         passed = sum(s.verdict.passed for s in samples)

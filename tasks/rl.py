@@ -70,7 +70,7 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         engine = _engine(cfg, trainer.model, tokenizer, device, policy_path)
         buffer = RepairBuffer(cfg.bdr.capacity)
         buffer.load(state.buffer)
-        elapsed = state.history[-1]["wall_seconds"] if state.history else 0.0
+        elapsed = _elapsed(state.history[-1]) if state.history else 0.0
         with progress_bar(f"{stage} steps", cfg.steps) as advance_step:
             advance_step(state.step + 1)
             for step in range(state.step + 1, cfg.steps):
@@ -84,7 +84,7 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
                 result.metrics["bdr/buffer_size"] = len(buffer)
                 ctx.warehouse.add_trajectories(ctx.run_id, result.trajectories)
                 elapsed += time.perf_counter() - started
-                result.metrics["wall_seconds"] = elapsed
+                result.metrics["elapsed_seconds"] = elapsed  # training time so far (stage/wall_seconds: the run's)
                 ctx.mlflow.log_metrics(result.metrics, step=step)
                 _composition(state.composition, result, cfg.group_size)
                 state = RLState(step, buffer.state(), state.history + [result.metrics], state.composition)
@@ -103,12 +103,17 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         _log_plots(ctx, stage, state)
         last = state.history[-1]
         ctx.summary.update(steps=steps_done, pass_rate_turn_1=round(last["pass_rate/turn_1"], 3),
-                           train_seconds=round(last["wall_seconds"], 2),
+                           train_seconds=round(_elapsed(last), 2),
                            verifier_calls=int(sum(m["verifier_calls"] for m in state.history)),
                            trajectories=ctx.warehouse.count("trajectories", ctx.run_id), resumed=bool(resume))
         if stage == "leap_rl":
             ctx.summary["activated_groups_pct"] = round(last["dcp/activated_groups_pct"], 1)
         return ctx.run_id
+
+
+def _elapsed(step_metrics: dict[str, float]) -> float:
+    """Training seconds up to that step (checkpoints written before the rename say `wall_seconds`)."""
+    return step_metrics.get("elapsed_seconds", step_metrics.get("wall_seconds", 0.0))
 
 
 def _resume_point(ctx: StageContext) -> Path | None:
@@ -122,7 +127,7 @@ def _resume_point(ctx: StageContext) -> Path | None:
 
 def _log_plots(ctx: StageContext, stage: str, state: RLState) -> None:
     history = state.history
-    fig = line_chart({"first-turn pass rate": [(m["wall_seconds"], m["pass_rate/turn_1"]) for m in history]},
+    fig = line_chart({"first-turn pass rate": [(_elapsed(m), m["pass_rate/turn_1"]) for m in history]},
                      f"{stage}: first-turn accuracy against wall time", "wall seconds", "pass rate")
     ctx.mlflow.log_figure(fig, f"{stage}_accuracy_vs_time.png")
     close(fig)

@@ -7,7 +7,7 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas.config import PipelineConfig
 from schemas.records import Verdict, VerdictCategory
-from tasks.common import progress_bar, stage_run
+from tasks.common import lm_metrics, progress_bar, stage_run
 from tasks.plots import close, line_chart
 from training.model import build_model, load_policy, resolve_device, train_tokenizer
 from training.prompts import feedback_message
@@ -37,7 +37,7 @@ def run_sft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
         losses: list[tuple[float, float]] = []
 
         def on_metrics(metrics: dict[str, float], step: int) -> None:
-            ctx.mlflow.log_metrics({f"train/{k}": v for k, v in metrics.items()}, step=step)
+            ctx.mlflow.log_metrics(lm_metrics(metrics), step=step)
             if "loss" in metrics:
                 losses.append((step, metrics["loss"]))
 

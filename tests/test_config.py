@@ -119,3 +119,19 @@ def test_a_missing_local_hf_dataset_is_named_by_its_key(tmp_path, location):
 @pytest.mark.parametrize("name", ["nosuchorg/nosuchdataset", "squad", "my-org/data.v2"])
 def test_a_hub_dataset_name_is_left_to_the_load(name):
     load_config(None, [f"synthesize.hf_dataset={name}"]).check_paths()  # cannot be checked offline
+
+
+def test_prefect_run_forms_offer_the_stages_and_describe_every_parameter():
+    """What the Prefect UI's run form shows: `name` as a choice of stages, a description under every field."""
+    from prefect.utilities.callables import parameter_schema
+
+    from flows.evaluation import evaluate_flow
+    from flows.pipeline import pipeline
+    from flows.stages import stage
+    from schemas.config import STAGES
+
+    assert parameter_schema(stage.fn).properties["name"]["enum"] == list(STAGES)
+    for flow in (stage, pipeline, evaluate_flow):
+        undescribed = [name for name, spec in parameter_schema(flow.fn).properties.items()
+                       if not spec.get("description")]
+        assert undescribed == [], (flow.name, undescribed)

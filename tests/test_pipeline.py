@@ -115,7 +115,7 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     assert all({"accuracy/turn_1", "accuracy/turn_2", "pass_at_1/turn_1", "faster_rate"} <= set(r.data.metrics)
                for r in evaluations)
     sft = next(r for r in children if r.data.tags["kerneldojo.stage"] == "sft")
-    assert sft.data.params["sft.epochs"] == "40.0" and "train/loss" in sft.data.metrics
+    assert sft.data.params["sft.epochs"] == "40.0" and "lm/loss" in sft.data.metrics
     assert wh.stage_run(runs["sft"]).mlflow_run_id == sft.info.run_id
     artifacts = {stage_name: {a.path for a in client.list_artifacts(r.info.run_id)}
                  for r in children for stage_name in [r.data.tags["kerneldojo.stage"]]}

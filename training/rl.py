@@ -355,7 +355,7 @@ def warmup_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBat
     advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
     stats = _update_from_rollouts(trainer, rollouts, advantages, gamma=1.0)
     t2 = time.perf_counter()
-    metrics = {**_common_metrics(rollouts, 1), **{f"train/{k}": v for k, v in stats.items()},
+    metrics = {**_common_metrics(rollouts, 1), **{f"ppo/{k}": v for k, v in stats.items()},
                "reward/mean": float(rewards.mean()), "advantage/abs_mean": float(advantages.abs().mean()),
                **_time_split(t0, t1, t2, times)}
     trajectories = _trajectories(rollouts, step, [None] * len(rollouts), rewards, advantages,
@@ -405,7 +405,7 @@ def leap_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch
     first_failed = [r for r in rollouts if r.gated and not r.turns[0].verdict.passed]
     recovered = [r for r in first_failed if r.passed_turn > 1]
     passes = [r.passed_turn for r in rollouts if r.passed_turn > 0]
-    metrics = {**_common_metrics(rollouts, config.max_turns), **{f"train/{k}": v for k, v in stats.items()},
+    metrics = {**_common_metrics(rollouts, config.max_turns), **{f"ppo/{k}": v for k, v in stats.items()},
                "dcp/activated_groups_pct": 100.0 * len(gated_groups) / max(len(tasks), 1),
                "recovery/per_rollout": len(recovered) / max(len(first_failed), 1),
                "recovery/per_group": len({r.group for r in recovered}) / max(len(gated_groups), 1),
