@@ -97,7 +97,7 @@ class StageContext:
 
         path = save_policy(model, tokenizer, self.artifacts / "policy")
         self.warehouse.add_checkpoint(self.run_id, "final", path, step)
-        self.mlflow.log_artifact(path, "policy")
+        self.mlflow.log_policy(model, tokenizer)
         return path
 
     def close(self) -> None:

@@ -123,6 +123,19 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     assert {"sample_kernels.json", "op_families.png"} <= artifacts["distill"] | artifacts["synthesize"]
     assert "sizes.png" in artifacts["synthesize"]
     assert "sample_kernels.json" in artifacts["leap_rl"] and "accuracy_by_turn.png" in artifacts["evaluate"]
+    # the policy is an MLflow Model: it loads with mlflow.transformers and tokenizes as the checkpoint does
+    import mlflow.artifacts
+    import mlflow.transformers
+
+    from training.model import load_policy
+
+    local = mlflow.artifacts.download_artifacts(run_id=sft.info.run_id, artifact_path="policy",
+                                                tracking_uri=default_tracking_uri(Home.of(config).root))
+    components = mlflow.transformers.load_model(local, return_type="components")
+    _, tokenizer = load_policy(wh.checkpoint(runs["sft"]))
+    text = "torch::Tensor forward(torch::Tensor x0) {\n  return v1;\n}\n"
+    assert components["tokenizer"](text)["input_ids"] == tokenizer(text)["input_ids"]
+    assert type(components["model"]).__name__ == "Qwen2ForCausalLM"
 
 
 def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):

@@ -90,27 +90,21 @@ def load_policy(path: str | Path, device: str = "cpu"):
     path = Path(path)
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"no model checkpoint at {path}")
-    if _tokenizer_class(path) in (None, "PreTrainedTokenizerFast"):  # ours (AutoTokenizer would re-split it)
+    if (path / "tokenizer.json").exists():  # exactly the saved tokenizer (AutoTokenizer would re-split ours)
         tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
-    else:  # a pretrained model's own tokenizer (its chat template must be ChatML: the feedback turns are)
+        tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE
+    else:  # a pretrained model's slow tokenizer (its chat template must be ChatML: the feedback turns are)
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(path)
         tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(path).to(device)
     return model, tokenizer
-
-
-def _tokenizer_class(path: Path) -> str | None:
-    import json
-
-    config = path / "tokenizer_config.json"
-    return json.loads(config.read_text()).get("tokenizer_class") if config.exists() else None
 
 
 def resolve_device(device: str) -> str:

@@ -154,5 +154,19 @@ class RunLogger:
             figure.savefig(path, dpi=110, bbox_inches="tight")
             self.log_artifact(path, str(Path(name).parent) if Path(name).parent != Path(".") else None)
 
+    def log_policy(self, model, tokenizer, artifact_path: str = "policy") -> None:
+        """The policy as an MLflow Model (transformers flavor, text-generation): registrable from the UI, loadable
+        with `mlflow.transformers.load_model("runs:/<run>/policy")`, the tokenizer exactly as trained."""
+        import mlflow.transformers
+        import torch
+        import transformers
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / artifact_path
+            mlflow.transformers.save_model(  # requirements given: inferring them imports every optional extra
+                transformers_model={"model": model, "tokenizer": tokenizer}, path=str(path), task="text-generation",
+                pip_requirements=[f"torch=={torch.__version__.split('+')[0]}", f"transformers=={transformers.__version__}"])
+            self.log_artifact(path, artifact_path)
+
     def finish(self, ok: bool) -> None:
         self.client.set_terminated(self.run_id, RunStatus.to_string(RunStatus.FINISHED if ok else RunStatus.FAILED))

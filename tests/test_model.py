@@ -1,0 +1,24 @@
+"""A saved policy comes back exactly: the same tokens for the same text, the same logits."""
+
+import torch
+
+from schemas.config import ModelConfig
+from training.model import build_model, load_policy, save_policy, train_tokenizer
+
+TEXT = "torch::Tensor forward(torch::Tensor x0) {\n  auto v0 = kd_map1<float, float>(x0, torch::kFloat32);\n  return v0;\n}\n"
+
+
+def test_a_saved_policy_tokenizes_and_scores_as_it_was_trained(tmp_path):
+    """The line-merging tokenizer must survive the checkpoint: loaded through AutoTokenizer it is re-split by
+    Qwen2's pre-tokenizer, and the policy then reads token sequences it never trained on (its held-out
+    completions were garbage until this was caught)."""
+    tokenizer = train_tokenizer([TEXT] * 40 + ["hello world\n"] * 10, 400)
+    model = build_model(ModelConfig(vocab_size=400, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                    num_attention_heads=2, num_key_value_heads=1), tokenizer, seed=0)
+    loaded_model, loaded_tokenizer = load_policy(save_policy(model, tokenizer, tmp_path / "policy"))
+    ids = tokenizer(TEXT)["input_ids"]
+    assert loaded_tokenizer(TEXT)["input_ids"] == ids and len(ids) <= 8  # whole lines are single tokens
+    assert loaded_tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False) == \
+        tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
+    with torch.no_grad():
+        assert torch.equal(model(torch.tensor([ids])).logits, loaded_model(torch.tensor([ids])).logits)
