@@ -91,6 +91,23 @@ class StageContext:
                              "verdict": verdicts[cand.id].model_dump(mode="json"), "source": cand.source})
         return [verdicts[c.id] for _, c in pairs]
 
+    def log_problems(self, problems: list[Problem], run_id: str, context: str) -> None:
+        """The problems a run made or used, as an MLflow dataset named after the stage run that holds them."""
+        self.mlflow.log_dataset([{"id": p.id, "name": p.name, "source": p.source, "split": p.split.value,
+                                  "difficulty": p.difficulty, "pattern": p.pattern or "",
+                                  "op_families": ",".join(p.op_families), "scale": p.scale,
+                                  "nodes": p.measures.get("nodes")} for p in problems],
+                                f"problems:{run_id}", self._dataset_source(run_id), context)
+
+    def log_examples(self, rows: list[dict[str, Any]], run_id: str, context: str) -> None:
+        """SFT examples a run made or trained on, as an MLflow dataset named after the stage run that holds them."""
+        self.mlflow.log_dataset([{"id": r["id"], "problem_id": r.get("problem_id"), "task": r["task"],
+                                  "completion_chars": len(r["completion"])} for r in rows],
+                                f"sft_examples:{run_id}", self._dataset_source(run_id), context)
+
+    def _dataset_source(self, run_id: str) -> str:
+        return f"{self.warehouse.path}?stage_run={run_id}"  # the rows themselves: the warehouse, that run
+
     def save_policy(self, model, tokenizer, step: int) -> Path:
         """The stage's final checkpoint: on disk under artifacts/, in the warehouse, and in MLflow."""
         from training.model import save_policy

@@ -75,6 +75,7 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
             keep = sorted(rng.sample(range(len(task_rows)), round(share * len(task_rows)))) if task_rows else []
             examples += [task_rows[i] for i in keep]
         ctx.warehouse.add_sft_examples(ctx.run_id, examples)
+        ctx.log_examples(examples, ctx.run_id, "produced")
         tasks_kept = Counter(e["task"] for e in examples)
         categories = Counter(v.category.value for v in verdicts)
         ctx.mlflow.log_metrics({"problems": len(problems), "teacher_solved": len(solved), "verified": len(verified),

@@ -48,6 +48,8 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
             if problem.id in broken:
                 log.warning("left out %s: %s", problem.name or problem.id, broken[problem.id][:300])
         runnable = [p for p in problems if p.id not in broken]
+        ctx.log_problems(runnable, ctx.run_id if cfg.problems == "kernelbench" else
+                         ctx.warehouse.ancestor(from_run, "hints").id, "evaluation")
         if not runnable:
             raise RuntimeError(f"none of the {len(problems)} problems has a reference that runs here; first: "
                                f"{next(iter(broken.values()), '')[:300]}")

@@ -25,6 +25,7 @@ def run_hints(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str
                     failures += 1
                 advance(1)
         ctx.warehouse.add_problems(ctx.run_id, hinted)
+        ctx.log_problems(hinted, ctx.run_id, "produced")
         nodes = sum(len(p.hints) for p in hinted)
         ctx.mlflow.log_metrics({"problems": len(hinted), "export_failures": failures,
                                 "hints_per_problem": nodes / max(len(hinted), 1)})

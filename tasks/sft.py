@@ -25,7 +25,9 @@ def run_sft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
             pipeline_run_id: str | None = None) -> str:
     with stage_run("sft", config, [from_run], pipeline_mlflow_run_id, pipeline_run_id) as ctx:
         cfg = config.sft
-        rows = ctx.warehouse.sft_examples(ctx.warehouse.ancestor(from_run, "distill").id)
+        corpus = ctx.warehouse.ancestor(from_run, "distill").id
+        rows = ctx.warehouse.sft_examples(corpus)
+        ctx.log_examples(rows, corpus, "training")
         examples = as_examples(rows)
         device = resolve_device(config.device)
         if cfg.model.init_from:

@@ -130,6 +130,7 @@ def run_synthesize(config: PipelineConfig, parent_ids: list[str] | None = None,
         # one split over everything kept, by structure: an import and a graph of the same shape go together
         problems = assign_splits(problems, cfg.test_fraction, config.seed, cfg.validation_fraction)
         ctx.warehouse.add_problems(ctx.run_id, problems)
+        ctx.log_problems(problems, ctx.run_id, "produced")
         if dropped:
             ctx.mlflow.log_json(dropped, "dropped_problems.json")
         families = Counter(f for p in problems for f in p.op_families)

@@ -44,3 +44,13 @@ def test_problem_stats_columns_and_the_gpu_requirement(capsys):
     if not torch.cuda.is_available():  # the timing part says what to do instead, before any synthesis
         with pytest.raises(SystemExit, match="--no-timing"):
             main(["--backend", "cuda", "--n", "1"])
+
+
+def test_cli_latency_prints_runs_against_importing_torch(capsys, tmp_path):
+    from benchmarks.cli_latency import main
+
+    main(["--repeats", "1", "--home", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| python -c pass", "| import torch, transformers",
+                                                             "| kerneldojo runs"]
+    assert lines[3].endswith("| 1.00 |")  # the baseline against itself

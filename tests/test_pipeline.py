@@ -136,6 +136,19 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     text = "torch::Tensor forward(torch::Tensor x0) {\n  return v1;\n}\n"
     assert components["tokenizer"](text)["input_ids"] == tokenizer(text)["input_ids"]
     assert type(components["model"]).__name__ == "Qwen2ForCausalLM"
+    # the final policy is a version of the registered model named after the pipeline
+    versions = client.search_model_versions(f"name='{config.name}'")
+    assert [v.run_id for v in versions if v.tags.get("stage_run_id") == runs["leap_rl"]] == \
+        [wh.stage_run(runs["leap_rl"]).mlflow_run_id]
+    assert parents[0].data.tags["kerneldojo.registered_model"].startswith(f"{config.name}/")
+    # problem sets and SFT corpora are MLflow datasets: made by one run, used (training, evaluation) by another
+    datasets = {stage_name: {(d.dataset.name, next(t.value for t in d.tags if t.key == "mlflow.data.context"))
+                             for d in r.inputs.dataset_inputs}
+                for r in children for stage_name in [r.data.tags["kerneldojo.stage"]]}
+    assert (f"sft_examples:{runs['distill']}", "produced") in datasets["distill"]
+    assert (f"sft_examples:{runs['distill']}", "training") in datasets["sft"]
+    assert (f"problems:{runs['hints']}", "produced") in datasets["hints"]
+    assert (f"problems:{runs['hints']}", "evaluation") in datasets["evaluate"]
 
 
 def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):

@@ -105,6 +105,19 @@ class Tracker:
         if parent_id and self.client.get_run(parent_id).info.status == "RUNNING":
             self.client.set_terminated(parent_id, "FAILED")
 
+    def register_policy(self, name: str, mlflow_run_id: str, tags: dict[str, str]) -> str:
+        """A new version of the registered model `name` (the pipeline's name) from that run's `policy` MLflow
+        Model; its version number."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            self.client.create_registered_model(name, description="kerneldojo policies, one version per pipeline run")
+        except MlflowException as exc:
+            if "already exists" not in str(exc).lower() and "RESOURCE_ALREADY_EXISTS" not in str(exc):
+                raise
+        source = f"{self.client.get_run(mlflow_run_id).info.artifact_uri}/policy"
+        return self.client.create_model_version(name, source, run_id=mlflow_run_id, tags=tags).version
+
     def ui_command(self) -> str:
         return f"mlflow ui --backend-store-uri {self.tracking_uri}"
 
@@ -153,6 +166,17 @@ class RunLogger:
             path = Path(tmp) / Path(name).name
             figure.savefig(path, dpi=110, bbox_inches="tight")
             self.log_artifact(path, str(Path(name).parent) if Path(name).parent != Path(".") else None)
+
+    def log_dataset(self, rows: list[dict[str, Any]], name: str, source: str, context: str) -> None:
+        """A table of this run's inputs or outputs as an MLflow dataset (its schema, size and digest in the run's
+        Datasets column): `context` says how the run used it (training, evaluation, produced)."""
+        import pandas as pd
+        from mlflow.data.pandas_dataset import from_pandas
+        from mlflow.entities import DatasetInput, InputTag
+
+        dataset = from_pandas(pd.DataFrame(rows), source=source, name=name)
+        self.client.log_inputs(self.run_id, datasets=[DatasetInput(
+            dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)])])
 
     def log_policy(self, model, tokenizer, artifact_path: str = "policy") -> None:
         """The policy as an MLflow Model (transformers flavor, text-generation): registrable from the UI, loadable
