@@ -6,7 +6,7 @@ from __future__ import annotations
 from prefect import flow
 
 from schemas.config import ConfigError, load_config
-from tasks import STAGE_TASKS
+from tasks import run_stage_task
 
 
 def eval_overrides(from_run: str | None = None, model_dir: str | None = None, endpoint: str | None = None,
@@ -61,4 +61,4 @@ def evaluate_flow(from_run: str | None = None, model_dir: str | None = None, end
                             limit_per_level)
     config = load_config(config_path, [*chosen, *(overrides or [])])
     config.check_paths(["evaluate"])
-    return STAGE_TASKS["evaluate"](config, from_run)
+    return run_stage_task("evaluate", config, from_run)

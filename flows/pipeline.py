@@ -8,7 +8,7 @@ import uuid
 from prefect import flow
 
 from schemas.config import STAGES, load_config
-from tasks import STAGE_TASKS
+from tasks import run_stage_task
 from tasks.common import Home
 from tasks.prefect_ui import announce_pipeline_run, mlflow_run_link, prefect_flow_run
 from warehouse.store import Warehouse
@@ -37,15 +37,14 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None)
     previous: str | None = None
     try:
         for stage in STAGES:
-            stage_task = STAGE_TASKS[stage]
             kwargs = dict(pipeline_mlflow_run_id=parent.run_id, pipeline_run_id=pipeline_run_id)
             if previous is None:
-                previous = stage_task(config, **kwargs)
+                previous = run_stage_task(stage, config, **kwargs)
             else:
-                previous = stage_task(config, previous, **kwargs)
+                previous = run_stage_task(stage, config, previous, **kwargs)
             runs[stage] = previous
             if stage in config.evaluate.after:  # a side branch: the next stage builds on `previous`, not on this
-                runs[f"evaluate@{stage}"] = STAGE_TASKS["evaluate"](config, previous, **kwargs)
+                runs[f"evaluate@{stage}"] = run_stage_task("evaluate", config, previous, **kwargs)
     except BaseException:
         parent.finish(ok=False)
         raise

@@ -6,7 +6,7 @@ from __future__ import annotations
 from prefect import flow
 
 from schemas.config import STAGES, UPSTREAM, ConfigError, StageName, load_config
-from tasks import STAGE_TASKS
+from tasks import run_stage_task
 from tasks.common import Home
 from warehouse.store import Warehouse
 
@@ -34,12 +34,12 @@ def stage(name: StageName, from_run: str | None = None, config_path: str | None 
     if resume:
         if name not in RESUMABLE:
             raise ConfigError(f"only {' and '.join(RESUMABLE)} can resume; re-run {name!r} instead")
-        return STAGE_TASKS[name](config, None, resume=resume)
+        return run_stage_task(name, config, None, resume=resume)
     if name == "synthesize":
-        return STAGE_TASKS[name](config)
+        return run_stage_task(name, config)
     if from_run is None and (name != "evaluate" or config.evaluate.needs_upstream_run):
         latest = Warehouse(Home.of(config).warehouse_path).latest_run(UPSTREAM[name])
         if latest is None:
             raise ConfigError(f"stage {name!r} needs --from-run <{UPSTREAM[name]} run id> and none has succeeded yet")
         from_run = latest.id
-    return STAGE_TASKS[name](config, from_run)
+    return run_stage_task(name, config, from_run)

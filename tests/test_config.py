@@ -135,3 +135,18 @@ def test_prefect_run_forms_offer_the_stages_and_describe_every_parameter():
         undescribed = [name for name, spec in parameter_schema(flow.fn).properties.items()
                        if not spec.get("description")]
         assert undescribed == [], (flow.name, undescribed)
+
+
+def test_stages_that_use_a_gpu_carry_the_gpu_tag_for_prefect_concurrency_limits():
+    from schemas.config import STAGES as STAGES_
+    from tasks import stage_tags
+
+    cpu = load_config(None)
+    gpu_training = load_config(None, ["device=cuda"])
+    gpu_judging = load_config(None, ["verifier.backend=cuda"])
+    assert all("gpu" not in stage_tags(cpu, s) for s in STAGES_)
+    assert [s for s in STAGES_ if "gpu" in stage_tags(gpu_training, s)] == ["sft", "rft", "warmup_rl", "leap_rl",
+                                                                            "evaluate"]
+    assert [s for s in STAGES_ if "gpu" in stage_tags(gpu_judging, s)] == ["distill", "rft", "warmup_rl", "leap_rl",
+                                                                           "evaluate"]
+    assert stage_tags(cpu, "hints") == ["kerneldojo", "stage:hints"]

@@ -326,3 +326,7 @@ def test_a_stage_flow_run_shows_its_stage_run_in_prefect(demo):
                 break
             time.sleep(0.5)
         assert any(announced in entry.message for entry in logs), [entry.message for entry in logs]
+        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
+        assert [sorted(t.tags) for t in task_runs] == [["kerneldojo", "stage:hints"]]  # no GPU: no `gpu` tag
