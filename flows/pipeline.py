@@ -49,13 +49,14 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None)
         parent.finish(ok=False)
         raise
     parent.log_json(runs, "stage_runs.json")
-    final = Warehouse(home.warehouse_path).stage_run(runs["leap_rl"])  # the final policy
+    warehouse = Warehouse(home.warehouse_path)
+    final = warehouse.stage_run(runs["leap_rl"])  # the final policy
     if final.mlflow_run_id:
         version = tracker.register_policy(config.name, final.mlflow_run_id,
                                           {"pipeline_run_id": pipeline_run_id, "stage_run_id": final.id})
         parent.set_tags({"kerneldojo.registered_model": f"{config.name}/{version}"})
     parent.log_metrics({"pipeline/wall_seconds": time.perf_counter() - started,
-                        **pipeline_metrics(Warehouse(home.warehouse_path), runs)})
+                        **pipeline_metrics(warehouse, runs)})
     parent.finish(ok=True)
     return runs
 

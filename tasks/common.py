@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from schemas.config import PipelineConfig, accepted_parents, config_hash
-from tasks.prefect_ui import announce_stage_run, mlflow_run_link, prefect_flow_run, publish_summary
 from schemas.records import Candidate, Problem, StageStatus, Verdict
+from tasks.prefect_ui import announce_stage_run, mlflow_run_link, prefect_flow_run, publish_summary
 from verifier.analysis import ReferenceAnalyser
 from verifier.pool import VerifierPool, make_pool
 from verifier.reward import correctness_first_reward

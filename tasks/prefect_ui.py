@@ -28,10 +28,14 @@ def announce_stage_run(stage: str, run_id: str, parent_ids: list[str], mlflow_ru
     get_run_logger().info("%s: stage run %s, from %s; MLflow run %s", stage, run_id,
                           ", ".join(parent_ids) or "nothing (a first stage)", mlflow_run_id or "-")
     if context.flow.name in SINGLE_STAGE_FLOWS:
-        from prefect.client.orchestration import get_client
+        _rename_flow_run(context, f"{stage} · {run_id}")
 
-        with suppress(Exception), get_client(sync_client=True) as client:  # a cosmetic rename never fails a stage
-            client.update_flow_run(context.flow_run.id, name=f"{stage} · {run_id}")
+
+def _rename_flow_run(context, name: str) -> None:
+    from prefect.client.orchestration import get_client
+
+    with suppress(Exception), get_client(sync_client=True) as client:  # a cosmetic rename never fails a stage
+        client.update_flow_run(context.flow_run.id, name=name)
 
 
 def announce_pipeline_run(pipeline_run_id: str, mlflow_link: str) -> None:
@@ -40,11 +44,9 @@ def announce_pipeline_run(pipeline_run_id: str, mlflow_link: str) -> None:
     if context is None:
         return
     from prefect import get_run_logger
-    from prefect.client.orchestration import get_client
 
     get_run_logger().info("pipeline run %s; MLflow: %s", pipeline_run_id, mlflow_link)
-    with suppress(Exception), get_client(sync_client=True) as client:
-        client.update_flow_run(context.flow_run.id, name=f"pipeline · {pipeline_run_id}")
+    _rename_flow_run(context, f"pipeline · {pipeline_run_id}")
 
 
 def prefect_flow_run() -> str | None:

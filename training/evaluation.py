@@ -31,9 +31,9 @@ def evaluate_policy(policy: RolloutEngine | ChatPolicy, verify: VerifyBatch, pro
         rollouts = multi_turn_rollouts(policy, verify, problems, config.samples_per_problem, config.max_turns,
                                        config.generation, backend, seed, origin="evaluate", gate=None,
                                        on_progress=on_progress)
-    rows = [{"problem_id": r.problem.id, "level": level_of(r.problem), "sample": r.index, "turn": t + 1,
-             "candidate_id": turn.candidate.id, "category": turn.verdict.category.value, "passed": turn.verdict.passed,
-             "speedup": turn.verdict.speedup_vs_eager, "speedup_vs_compile": turn.verdict.speedup_vs_compile}
+    rows = [{"problem_id": r.problem.id, "sample": r.index, "turn": t + 1, "candidate_id": turn.candidate.id,
+             "category": turn.verdict.category.value, "passed": turn.verdict.passed,
+             "speedup": turn.verdict.speedup_vs_eager}
             for r in rollouts for t, turn in enumerate(r.turns)]
     outcomes = [Outcome(r.problem.id, level_of(r.problem), [t.verdict for t in r.turns]) for r in rollouts]
     metrics = evaluation_metrics(outcomes, config.max_turns, config.samples_per_problem, config.pass_k,

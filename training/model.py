@@ -14,7 +14,8 @@ from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from transformers import (AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config,
+                          Qwen2ForCausalLM)
 from transformers.utils import logging as hf_logging
 
 hf_logging.disable_progress_bar()  # checkpoint load/save bars would interleave with the stage bars
@@ -92,17 +93,12 @@ def load_policy(path: str | Path, device: str = "cpu"):
         raise FileNotFoundError(f"no model checkpoint at {path}")
     if (path / "tokenizer.json").exists():  # exactly the saved tokenizer (AutoTokenizer would re-split ours)
         tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
-        tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE
-    else:  # a pretrained model's slow tokenizer (its chat template must be ChatML: the feedback turns are)
-        from transformers import AutoTokenizer
-
+    else:  # a pretrained model's slow tokenizer
         tokenizer = AutoTokenizer.from_pretrained(path)
-        tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE
+    tokenizer.chat_template = tokenizer.chat_template or CHAT_TEMPLATE  # feedback turns are ChatML either way
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    from transformers import AutoModelForCausalLM
-
     model = AutoModelForCausalLM.from_pretrained(path).to(device)
     return model, tokenizer
 

@@ -6,6 +6,7 @@ run is thread-local: Prefect runs tasks in worker threads.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -38,18 +39,23 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, str]:
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 
+@functools.cache
+def _git_commit() -> str:
+    """The checkout's commit, once per process ("" outside a git checkout)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def run_tags(prefect_flow_run: str | None = None) -> dict[str, str]:
     """Tags every kerneldojo MLflow run carries: the git commit of the code (MLflow's own source tag, shown in
     its UI) and, when it runs in one, the Prefect flow run."""
-    import subprocess
-
     tags = {}
-    root = Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
+    commit = _git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
     if prefect_flow_run:
