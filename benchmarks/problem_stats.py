@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,45 @@ def synthesize(n: int, backend: str, overrides: list[str], seed: int) -> tuple[l
 
 
 # -- timing (needs only torch) ----------------------------------------------------------------------
+_GPU_LOCK: str | None = None  # a timing worker's lock file: one worker times on a GPU at a time
+
+
+@contextmanager
+def _timing_exclusive():
+    """Hold this worker's GPU alone while it times (workers compile and make inputs side by side)."""
+    if _GPU_LOCK is None:
+        yield
+        return
+    import fcntl
+
+    with open(_GPU_LOCK, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _init_timing_worker(counter, gpus: int, lock_dir: str) -> None:
+    """Spread timing workers over the visible GPUs, one lock file per GPU."""
+    global _GPU_LOCK
+    import torch
+
+    with counter.get_lock():
+        index = counter.value
+        counter.value += 1
+    torch.cuda.set_device(index % gpus)
+    _GPU_LOCK = os.path.join(lock_dir, f"gpu{index % gpus}.lock")
+
+
 def _cuda_ms(fn, runs: int, warmup: int) -> float:
+    import torch
+
+    with _timing_exclusive():
+        return _cuda_ms_alone(fn, runs, warmup)
+
+
+def _cuda_ms_alone(fn, runs: int, warmup: int) -> float:
     import torch
 
     for _ in range(warmup):
@@ -168,10 +207,59 @@ def require_gpu() -> None:
                  "--no-timing for sizes only, or --save-problems FILE here and --time-only FILE on a GPU box")
 
 
+def _spread(rows: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    step = (len(rows) - 1) / max(1, limit - 1)
+    return rows if len(rows) <= limit else [rows[round(i * step)] for i in range(limit)]
+
+
+def _compile_speedup_row(row: dict[str, Any]) -> dict[str, Any]:
+    return compile_speedup(row["reference"], row["name"])
+
+
+def time_columns(columns: dict[str, list[dict[str, Any]]], limit: int, budget_s: float,
+                 workers: int) -> dict[str, list[dict[str, Any]]]:
+    """Time up to `limit` rows of every column, `workers` processes at a time over the visible GPUs.
+
+    Workers build models, make inputs and run torch.compile's code generation side by side (minutes of CPU
+    work that one process would do in turn); only the timed calls hold their GPU alone (a lock per GPU), so
+    times are taken as in a single process. Rows not started within `budget_s` × columns are left out."""
+    if workers <= 1:
+        return {label: time_rows(rows, limit, budget_s, label) for label, rows in columns.items()}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import torch
+
+    context = multiprocessing.get_context("spawn")
+    counter = context.Value("i", 0)
+    deadline = time.monotonic() + budget_s * len(columns)
+    results: dict[str, list[dict[str, Any]]] = {label: [] for label in columns}
+    with tempfile.TemporaryDirectory(prefix="kd_timing_locks_") as lock_dir, ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_init_timing_worker,
+            initargs=(counter, torch.cuda.device_count(), lock_dir)) as pool:
+        futures = {pool.submit(_compile_speedup_row, row): (label, row["name"])
+                   for label, rows in columns.items() for row in _spread(rows, limit)}
+        done = 0
+        from concurrent.futures import as_completed
+        try:
+            for future in as_completed(futures, timeout=max(1.0, deadline - time.monotonic())):
+                label, name = futures[future]
+                result = future.result()
+                results[label].append(result)
+                done += 1
+                shown = f"{result['speedup']:.2f}x" if "speedup" in result else result["error"][:80]
+                print(f"  {done}/{len(futures)} {label} {name}: {shown}", file=sys.stderr, flush=True)
+        except TimeoutError:
+            left = sum(not f.done() for f in futures)
+            print(f"  time budget spent: {left} of {len(futures)} references not timed", file=sys.stderr)
+            for future in futures:
+                future.cancel()
+    return results
+
+
 def time_rows(rows: list[dict[str, Any]], limit: int, budget_s: float, label: str) -> list[dict[str, Any]]:
     """Time up to `limit` of `rows` (spread evenly over the list) within `budget_s` seconds."""
-    step = (len(rows) - 1) / max(1, limit - 1)
-    chosen = rows if len(rows) <= limit else [rows[round(i * step)] for i in range(limit)]
+    chosen = _spread(rows, limit)
     results, deadline = [], time.monotonic() + budget_s
     for i, row in enumerate(chosen):
         if time.monotonic() > deadline:
@@ -295,6 +383,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-timing", action="store_true", help="sizes only (no GPU needed)")
     parser.add_argument("--timing-n", type=int, default=50, help="references timed per column (default 50)")
     parser.add_argument("--timing-budget-s", type=float, default=1500.0, help="seconds of timing per column")
+    parser.add_argument("--timing-workers", type=int, default=1, help="processes timing at once, spread over "
+                        "the visible GPUs (each times with its GPU alone; compiles overlap)")
     parser.add_argument("--save-problems", default=None, help="write the synthesized and KernelBench references "
                         "with their measures to this JSON file")
     parser.add_argument("--time-only", default=None, help="time the references of a --save-problems file "
@@ -307,10 +397,9 @@ def main(argv: list[str] | None = None) -> None:
         require_gpu()
         saved = json.loads(Path(args.time_only).read_text())
         synth, kb = saved["synth"], saved["kernelbench"]
-        timings = {"synth": time_rows(synth, args.timing_n, args.timing_budget_s, "synth")}
-        for level in levels:
-            timings[f"KB L{level}"] = time_rows([r for r in kb if r.get("level") == level and "error" not in r],
-                                                args.timing_n, args.timing_budget_s, f"KB L{level}")
+        columns = {"synth": synth, **{f"KB L{level}": [r for r in kb if r.get("level") == level and "error" not in r]
+                                      for level in levels}}
+        timings = time_columns(columns, args.timing_n, args.timing_budget_s, args.timing_workers)
         timings["KB L1-3"] = [t for level in levels for t in timings[f"KB L{level}"]]
         report(synth, None, kb, "cuda", timings)
         _dump(args.json, synth, kb, timings)
@@ -345,14 +434,15 @@ def main(argv: list[str] | None = None) -> None:
         Path(args.save_problems).write_text(json.dumps({"synth": synth, "kernelbench": kb}))
     timings = None
     if timing:
-        timings = {"synth": time_rows(synth, args.timing_n, args.timing_budget_s, "synth")}
+        columns = {"synth": synth}
         if kb and all("reference" in r for r in kb):
-            for level in levels:
-                timings[f"KB L{level}"] = time_rows([r for r in kb if r.get("level") == level and "error" not in r],
-                                                    args.timing_n, args.timing_budget_s, f"KB L{level}")
-            timings["KB L1-3"] = [t for level in levels for t in timings[f"KB L{level}"]]
+            columns.update({f"KB L{level}": [r for r in kb if r.get("level") == level and "error" not in r]
+                            for level in levels})
         else:
             print("KernelBench not timed: pass --kernelbench DIR for its sources", file=sys.stderr)
+        timings = time_columns(columns, args.timing_n, args.timing_budget_s, args.timing_workers)
+        if len(columns) > 1:
+            timings["KB L1-3"] = [t for level in levels for t in timings[f"KB L{level}"]]
     report(synth, synth_report, kb, args.backend, timings)
     _dump(args.json, synth, kb, timings)
 

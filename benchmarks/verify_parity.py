@@ -449,6 +449,45 @@ def run_judge(entries: list[CorpusEntry], args, root: Path) -> None:
             print(f"  {n}: expected {by_name[n].expected}, got {v.category.value}: {_gist(v.detail)}")
 
 
+def combine(paths: list[str]) -> None:
+    """The table over parts of the corpus judged in separate runs (`--json` files): walls add up (each part ran
+    alone, or beside another on a second GPU), latencies and verdicts are per candidate."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    runs: dict[str, dict] = {}
+    for part in parts:
+        for path, run in part.items():
+            merged = runs.setdefault(path, {"wall": 0.0, "requested": set(), "fallbacks": {}, "verdicts": {}})
+            merged["wall"] += run["wall"]
+            merged["requested"] |= set(run["requested"])
+            merged["fallbacks"].update(run["fallbacks"])
+            merged["verdicts"].update(run["verdicts"])
+    slow, fast = runs["load_inline (baseline)"], runs["fast (kd_shim)"]
+    names = sorted(slow["verdicts"].keys() & fast["verdicts"].keys())
+    print(f"verify_parity --combine: {len(parts)} parts, {len(names)} candidates judged on both paths")
+    print(f"{'path':<24}{'wall s':>9}{'cand/min':>10}{'median latency s':>18}{'fast-path share':>17}{'x baseline':>12}"
+          f"  verdicts")
+    for path, run in runs.items():
+        counts: dict[str, int] = {}
+        for name in names:
+            category = run["verdicts"][name]["category"]
+            counts[category] = counts.get(category, 0) + 1
+        latency = statistics.median(run["verdicts"][n]["latency"] for n in names)
+        if run is fast:
+            stayed = len(run["requested"] - set(run["fallbacks"]))
+            share = f"{stayed}/{len(run['requested'])} ({100 * stayed / max(1, len(run['requested'])):.0f}%)"
+        else:
+            share = "-"
+        print(f"{path:<24}{run['wall']:>9.1f}{60 * len(names) / run['wall']:>10.1f}{latency:>18.2f}{share:>17}"
+              f"{slow['wall'] / run['wall']:>11.1f}x  {dict(sorted(counts.items()))}")
+    differ = [n for n in names if fast["verdicts"][n]["category"] != slow["verdicts"][n]["category"]]
+    print(f"\nverdict differences: {len(differ)}")
+    for n in differ:
+        print(f"  {n}: fast {fast['verdicts'][n]['category']}, load_inline {slow['verdicts'][n]['category']}")
+    print(f"fell back to torch's load_inline on the fast path: {len(fast['fallbacks'])}")
+    for n, reasons in sorted(fast["fallbacks"].items()):
+        print(f"  {n}: {reasons[0][:200]}")
+
+
 def _gist(detail: str) -> str:
     """The line of a verdict's detail that says what happened (a compile error's first error, not its heading)."""
     lines = [line.strip() for line in detail.strip().splitlines() if line.strip()]
@@ -481,9 +520,14 @@ def main() -> None:
     parser.add_argument("--isolation", choices=["namespaces", "none"], default="namespaces")
     parser.add_argument("--verbose", action="store_true", help="a line per candidate and path as it finishes")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--combine", nargs="+", default=None, metavar="JSON", help="print the table over the "
+                        "--json files of runs over parts of the corpus, and judge nothing")
     parser.add_argument("--json", default=None, help="judge mode: also write every candidate's verdict and latency "
                         "per path to this file")
     args = parser.parse_args()
+    if args.combine:
+        combine(args.combine)
+        return
     args.build_only = args.build_only or args.shim_only
     if args.cuda_arch is None:
         args.cuda_arch = (f"{''.join(map(str, torch.cuda.get_device_capability()))}" if torch.cuda.is_available()

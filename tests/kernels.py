@@ -210,3 +210,48 @@ def candidate(name: str, source: str | None = None) -> Candidate:
     src = source if source is not None else RED_TEAM[name][0]
     p = problem()
     return Candidate(id=Candidate.make_id(p.id, src, "cpu"), problem_id=p.id, source=src, origin=name)
+
+
+# References the template teacher covers: a transposed (non-contiguous) view, and linear + matmul + softmax.
+TRANSPOSED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x.t())
+
+
+def get_inputs():
+    return [torch.randn(4, 6)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+LINEAR_AND_MATMUL = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.fc = nn.Linear(in_features, out_features)
+
+    def forward(self, x, y):
+        return torch.relu(self.fc(x)), torch.matmul(y, y.t()), torch.softmax(x.transpose(1, 2), dim=-1)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 16), torch.randn(5, 7)]
+
+
+def get_init_inputs():
+    return [16, 8]
+'''

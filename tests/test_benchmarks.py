@@ -54,3 +54,29 @@ def test_cli_latency_prints_runs_against_importing_torch(capsys, tmp_path):
     assert [line.split(" | ")[0] for line in lines[2:]] == ["| python -c pass", "| import torch, transformers",
                                                              "| kerneldojo runs"]
     assert lines[3].endswith("| 1.00 |")  # the baseline against itself
+
+
+def test_verify_parity_combines_parts_judged_apart(tmp_path, capsys):
+    """Parts of the parity corpus judged in separate runs give one table: walls add, verdicts are compared per
+    candidate, a difference and a fallback are named."""
+    from benchmarks.verify_parity import combine
+
+    def part(wall_slow, wall_fast, verdicts, fallbacks=None):
+        names = sorted(verdicts)
+        return {"load_inline (baseline)": {"wall": wall_slow, "requested": names, "fallbacks": {},
+                                           "verdicts": {n: {"category": s, "latency": 10.0} for n, (s, _) in verdicts.items()}},
+                "fast (kd_shim)": {"wall": wall_fast, "requested": names, "fallbacks": fallbacks or {},
+                                   "verdicts": {n: {"category": f, "latency": 2.0} for n, (_, f) in verdicts.items()}}}
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(part(100.0, 20.0, {"x": ("pass", "pass"), "y": ("compile_error", "compile_error")})))
+    b.write_text(json.dumps(part(50.0, 10.0, {"z": ("pass", "compile_error")}, {"z": ["shim gap"]})))
+    combine([str(a), str(b)])
+    out = capsys.readouterr().out
+    assert "3 candidates judged on both paths" in out
+    slow_row = next(line for line in out.splitlines() if line.startswith("load_inline"))
+    fast_row = next(line for line in out.splitlines() if line.startswith("fast"))
+    assert slow_row.split()[2] == "150.0" and fast_row.split()[2] == "30.0" and "5.0x" in fast_row
+    assert "2/3 (67%)" in fast_row
+    assert "verdict differences: 1" in out and "z: fast compile_error, load_inline pass" in out
+    assert "z: shim gap" in out

@@ -4,7 +4,7 @@ import random
 
 from operators.hints import extract_hints
 from schemas.records import Problem, Verdict, VerdictCategory
-from tests.test_operators import TRANSPOSED
+from tests.kernels import TRANSPOSED
 from training.corpora import diagnosis_example, mutate_kernel, qa_examples, reviewer_example
 from training.model import train_tokenizer
 from training.sft import IGNORE_INDEX, SFTExample, encode_example

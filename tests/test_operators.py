@@ -12,6 +12,8 @@ from schemas.records import Problem, Split
 from training.prompts import extract_code, user_prompt
 from training.teacher import TemplateTeacher
 
+from tests.kernels import LINEAR_AND_MATMUL, TRANSPOSED
+
 
 @pytest.fixture(scope="module")
 def problems(session_dir):
@@ -52,28 +54,6 @@ def test_unknown_op_is_a_clear_error(session_dir):
         synthesize_problems(SynthesizeConfig(num_problems=1, ops=["NotAnOp"]), 0, session_dir / "synth")
 
 
-TRANSPOSED = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return torch.relu(x.t())
-
-
-def get_inputs():
-    return [torch.randn(4, 6)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-
 def test_hints_report_shapes_strides_and_contiguity():
     problem = Problem(id="t", source="builtin", reference=TRANSPOSED)
     hints = extract_hints(problem)
@@ -97,29 +77,6 @@ def test_teacher_solves_synthesized_problems_and_refuses_what_it_cannot(problems
     assert refused.completion is None and "no template" in refused.refusal
     assert "cuda_sources=cuda_source" in teacher.solve(found[0], "cuda").completion
     assert teacher.solve(found[0], "rocm").refusal
-
-
-LINEAR_AND_MATMUL = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self, in_features, out_features):
-        super().__init__()
-        self.fc = nn.Linear(in_features, out_features)
-
-    def forward(self, x, y):
-        return torch.relu(self.fc(x)), torch.matmul(y, y.t()), torch.softmax(x.transpose(1, 2), dim=-1)
-
-
-def get_inputs():
-    return [torch.randn(2, 3, 16), torch.randn(5, 7)]
-
-
-def get_init_inputs():
-    return [16, 8]
-'''
 
 
 def test_teacher_covers_linear_matmul_and_views(verifier_cache):

@@ -218,3 +218,30 @@ def test_the_judge_keeps_a_bounded_number_of_problems(verifier_cache):
         assert again.category == V.passed, again.detail
     finally:
         judge.close()
+
+
+def test_a_hang_is_killed_after_the_reference_s_own_forward_times_a_factor_not_the_run_timeout(verifier_cache):
+    """The trial limit is HANG_FLOOR_S + HANG_FACTOR x the reference's forward (the sandbox's clock) + a few times
+    the rest of its trial (tensors made and moved): a hang on a small problem is killed in seconds even with a
+    30 s run timeout, so it holds a worker (and on a GPU, the device) no longer."""
+    import re
+
+    from verifier.judge import HANG_DATA_FACTOR, HANG_FACTOR, HANG_FLOOR_S
+
+    cfg = load_config(None, ["verifier.run_timeout_s=30", "verifier.use_cache=false", "verifier.trials=2"]).verifier
+    judge = Judge(cfg, verifier_cache)
+    try:
+        reference = judge.reference(problem(), 0)
+        assert reference.forward_seconds is not None and 0 < reference.forward_seconds <= reference.seconds
+        started = time.perf_counter()
+        hang = judge.verify(problem(), candidate("infinite_loop"))
+        elapsed = time.perf_counter() - started
+        limit = float(re.search(r"did not finish within ([\d.]+) s", hang.detail).group(1))
+        assert hang.category == V.timeout
+        assert HANG_FLOOR_S <= limit < 5 and elapsed < 15, (limit, elapsed, hang.detail)
+        assert judge._trial_limit(1.0, 0.1) == pytest.approx(HANG_FLOOR_S + HANG_FACTOR * 0.1 + HANG_DATA_FACTOR * 0.9)
+        assert judge._trial_limit(0.4, None) == pytest.approx(HANG_FLOOR_S + HANG_FACTOR * 0.4)  # all of it forward
+        assert judge._trial_limit(0.4, 9.0) == judge._trial_limit(0.4, None)  # a forward longer than its trial
+        assert judge._trial_limit(10.0, 5.0) == 30  # never beyond verifier.run_timeout_s
+    finally:
+        judge.close()

@@ -132,7 +132,7 @@ def test_unsupported_host_api_falls_back_and_still_passes(verifier_cache):
 def test_cuda_template_teacher_solutions_pass_on_the_gpu(verifier_cache):
     """The template teacher's cuda kernels (elementwise, reductions, softmax, linear, matmul, views) pass."""
     from schemas.records import Problem
-    from tests.test_operators import LINEAR_AND_MATMUL, TRANSPOSED
+    from tests.kernels import LINEAR_AND_MATMUL, TRANSPOSED
     from training.prompts import extract_code
     from training.teacher import TemplateTeacher
 

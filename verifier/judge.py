@@ -52,6 +52,8 @@ CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn a
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
 HANG_FACTOR = 50.0  # a candidate's call may take this many times the reference's before it counts as hung
 HANG_FLOOR_S = 2.0  # ... and always this long (first calls load modules; a loaded machine is slower)
+HANG_DATA_FACTOR = 4.0  # ... plus this many times the rest of the reference's trial (making, moving and writing
+# tensors), which a candidate's trial repeats at the same sizes: a factor on the forward alone
 FLOOR_SLACK = 0.5  # below half the copy-bandwidth bound is impossible (a read-mostly kernel may beat a copy)
 
 __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
@@ -165,6 +167,7 @@ class _Reference:
     stash: TensorStash  # one entry per trial, in memory while small, on the judge's disk otherwise
     device: str  # where expected outputs are compared
     seconds: float = 0.0  # the slowest reference trial by the judge's clock (inputs, forward, outputs)
+    forward_seconds: float | None = None  # the slowest forward alone, by the reference sandbox's clock
     sets: TensorStash | None = None  # the timed calls' inputs (entry i: timed call i's), each a file of the judge's
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
@@ -395,7 +398,9 @@ class Judge:
     def _device_str(self, device_index: int) -> str:
         return "cuda" if self.device == "cuda" else "cpu"  # a cuda sandbox sees only its own GPU
 
-    def _reference_trial(self, box: Sandbox, problem: Problem, index: int) -> tuple[list[Any], list[torch.Tensor]]:
+    def _reference_trial(self, box: Sandbox, problem: Problem, index: int,
+                         forward: list[float] | None = None) -> tuple[list[Any], list[torch.Tensor]]:
+        """One reference trial: its inputs and expected outputs; the forward's own seconds go to `forward`."""
         seed = trial_seed(problem.id, index, self.base_seed)
         box.send(("trial", index, seed))
         msg = box.receive(self.config.run_timeout_s)
@@ -409,6 +414,9 @@ class Judge:
         except (TamperedData, KeyError, TypeError, OSError) as exc:
             raise ReferenceError(f"problem {problem.name or problem.id}: unreadable reference output ({exc})") from exc
         n = len(metas["inputs"])
+        seconds = metas.get("forward_seconds")
+        if forward is not None and isinstance(seconds, float) and math.isfinite(seconds) and seconds >= 0:
+            forward.append(seconds)
         return values[:n], values[n:]
 
     def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
@@ -417,12 +425,13 @@ class Judge:
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
         box, init_inputs = self._reference_box(problem, device_index)
         slowest = 0.0
+        forwards: list[float] = []
         stash = self._stash()
         try:
             trials = []
             for index in range(self.config.trials):
                 start = time.perf_counter()
-                inputs, expected = self._reference_trial(box, problem, index)
+                inputs, expected = self._reference_trial(box, problem, index, forwards)
                 slowest = max(slowest, time.perf_counter() - start)
                 input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
                 output_bytes = nbytes_of(expected)
@@ -431,7 +440,9 @@ class Judge:
                 trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), entry, len(inputs), expected_digest))
                 del inputs, expected
             # the timing sets: made by the eager baseline, as many as it times, each a file that sandboxes read
-            reference = _Reference(init_inputs, trials, stash, device, slowest, self._stash(memory_bytes=0),
+            # a forward the sandbox says took longer than the whole trial took by the judge's clock is not believed
+            forward = min(max(forwards), slowest) if len(forwards) == len(trials) else None
+            reference = _Reference(init_inputs, trials, stash, device, slowest, forward, self._stash(memory_bytes=0),
                                    input_bytes, output_bytes)
         except BaseException:
             stash.close()
@@ -450,11 +461,16 @@ class Judge:
             raise
         return box
 
-    def _trial_limit(self, reference_seconds: float) -> float:
-        """How long a candidate's trial may run: HANG_FACTOR times the reference's own, at least HANG_FLOOR_S,
-        at most verifier.run_timeout_s. A hung kernel is killed in about a second or two, not after the
-        whole run timeout, and so holds the device (and the timing of others) no longer than that."""
-        return min(self.config.run_timeout_s, max(HANG_FLOOR_S, HANG_FACTOR * reference_seconds + HANG_FLOOR_S))
+    def _trial_limit(self, reference_seconds: float, forward_seconds: float | None = None) -> float:
+        """How long a candidate's trial may run: HANG_FLOOR_S, plus HANG_FACTOR times the reference's forward,
+        plus HANG_DATA_FACTOR times the rest of its trial (tensors made, moved and written, which take the
+        same time for any kernel); at most verifier.run_timeout_s. Without the forward's own time the whole
+        trial counts as forward. A hung kernel is killed in seconds, not after the whole run timeout, and so
+        holds the device (and the timing of others) no longer than that. The cost: a candidate more than
+        HANG_FACTOR times slower than the reference on a forward that takes long enough to matter is a timeout."""
+        forward = reference_seconds if forward_seconds is None else min(forward_seconds, reference_seconds)
+        data = reference_seconds - forward
+        return min(self.config.run_timeout_s, HANG_FLOOR_S + HANG_FACTOR * forward + HANG_DATA_FACTOR * data)
 
     def baseline(self, problem: Problem, device_index: int, compiled: bool = False,
                  devices: Devices | None = None) -> _Baseline | None:
@@ -624,7 +640,7 @@ class Judge:
             return outcome
         compile_seconds = outcome
         with devices.trials(device_index):
-            outcome = self._trials(box, reference, compile_seconds, self._trial_limit(reference.seconds))
+            outcome = self._trials(box, reference, compile_seconds, self._trial_limit(reference.seconds, reference.forward_seconds))
         phases.mark("trials")
         if outcome is not None:
             return outcome
@@ -742,7 +758,8 @@ class Judge:
             msg = box.receive(limit)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
-                                f"{limit:.3g} s ({HANG_FACTOR:g}x the reference's time, at least {HANG_FLOOR_S:g} s)",
+                                f"{limit:.3g} s ({HANG_FLOOR_S:g} s + {HANG_FACTOR:g}x the reference's forward + "
+                                f"{HANG_DATA_FACTOR:g}x the rest of its trial)",
                                 **compiled)
             if msg[0] == "died":
                 return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], f"in trial {index}"),

@@ -402,12 +402,17 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     torch.manual_seed(seed)
                     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
                     host_inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in inputs]
+                    started = _perf_counter()
                     expected = to_list(reference(*inputs))
+                    if device != "cpu":
+                        torch.cuda.synchronize()
+                    forward_seconds = _perf_counter() - started
                 kept_inputs.clear()
                 kept_inputs[index] = inputs
                 written = write_tensors(trial_path, [*host_inputs, *expected])
                 del host_inputs, expected
-                send(("trial_out", index, {"inputs": written[:len(inputs)], "expected": written[len(inputs):]}))
+                send(("trial_out", index, {"inputs": written[:len(inputs)], "expected": written[len(inputs):],
+                                           "forward_seconds": forward_seconds}))
             elif kind == "timing_set":  # the inputs of one timed call, from the judge's seed
                 _, seed = msg
                 torch.manual_seed(seed)
