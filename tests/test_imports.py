@@ -398,10 +398,10 @@ def test_decontamination_catches_renamed_and_resized_copies_and_keeps_different_
 
 
 def test_dedup_keeps_variants_whose_outputs_or_inputs_differ():
-    import re
-
     """LSTM-style problems that return different tensors, and a matmul of symmetric matrices against the
     plain one, are different problems; a renamed copy is not."""
+    import re
+
     lstm = textwrap.dedent('''
         import torch
         import torch.nn as nn
