@@ -141,23 +141,17 @@ def _cuda_ms(fn, runs: int, warmup: int) -> float:
     import torch
 
     with _timing_exclusive():
-        return _cuda_ms_alone(fn, runs, warmup)
-
-
-def _cuda_ms_alone(fn, runs: int, warmup: int) -> float:
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
+        for _ in range(warmup):
+            fn()
         torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
+        times = []
+        for _ in range(runs):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
     return statistics.median(times)
 
 
@@ -226,7 +220,7 @@ def time_columns(columns: dict[str, list[dict[str, Any]]], limit: int, budget_s:
     if workers <= 1:
         return {label: time_rows(rows, limit, budget_s, label) for label, rows in columns.items()}
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     import torch
 
@@ -240,7 +234,6 @@ def time_columns(columns: dict[str, list[dict[str, Any]]], limit: int, budget_s:
         futures = {pool.submit(_compile_speedup_row, row): (label, row["name"])
                    for label, rows in columns.items() for row in _spread(rows, limit)}
         done = 0
-        from concurrent.futures import as_completed
         try:
             for future in as_completed(futures, timeout=max(1.0, deadline - time.monotonic())):
                 label, name = futures[future]
@@ -255,6 +248,11 @@ def time_columns(columns: dict[str, list[dict[str, Any]]], limit: int, budget_s:
             for future in futures:
                 future.cancel()
     return results
+
+
+def kernelbench_columns(kb: list[dict[str, Any]], levels: list[int]) -> dict[str, list[dict[str, Any]]]:
+    """KernelBench's rows to time, a column per level (those whose measuring failed left out)."""
+    return {f"KB L{level}": [r for r in kb if r.get("level") == level and "error" not in r] for level in levels}
 
 
 def time_rows(rows: list[dict[str, Any]], limit: int, budget_s: float, label: str) -> list[dict[str, Any]]:
@@ -397,8 +395,7 @@ def main(argv: list[str] | None = None) -> None:
         require_gpu()
         saved = json.loads(Path(args.time_only).read_text())
         synth, kb = saved["synth"], saved["kernelbench"]
-        columns = {"synth": synth, **{f"KB L{level}": [r for r in kb if r.get("level") == level and "error" not in r]
-                                      for level in levels}}
+        columns = {"synth": synth, **kernelbench_columns(kb, levels)}
         timings = time_columns(columns, args.timing_n, args.timing_budget_s, args.timing_workers)
         timings["KB L1-3"] = [t for level in levels for t in timings[f"KB L{level}"]]
         report(synth, None, kb, "cuda", timings)
@@ -436,8 +433,7 @@ def main(argv: list[str] | None = None) -> None:
     if timing:
         columns = {"synth": synth}
         if kb and all("reference" in r for r in kb):
-            columns.update({f"KB L{level}": [r for r in kb if r.get("level") == level and "error" not in r]
-                            for level in levels})
+            columns.update(kernelbench_columns(kb, levels))
         else:
             print("KernelBench not timed: pass --kernelbench DIR for its sources", file=sys.stderr)
         timings = time_columns(columns, args.timing_n, args.timing_budget_s, args.timing_workers)

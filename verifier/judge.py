@@ -398,9 +398,10 @@ class Judge:
     def _device_str(self, device_index: int) -> str:
         return "cuda" if self.device == "cuda" else "cpu"  # a cuda sandbox sees only its own GPU
 
-    def _reference_trial(self, box: Sandbox, problem: Problem, index: int,
-                         forward: list[float] | None = None) -> tuple[list[Any], list[torch.Tensor]]:
-        """One reference trial: its inputs and expected outputs; the forward's own seconds go to `forward`."""
+    def _reference_trial(self, box: Sandbox, problem: Problem,
+                         index: int) -> tuple[list[Any], list[torch.Tensor], float | None]:
+        """One reference trial: its inputs, its expected outputs and its forward's seconds by the sandbox's clock
+        (None when the sandbox sent no believable number)."""
         seed = trial_seed(problem.id, index, self.base_seed)
         box.send(("trial", index, seed))
         msg = box.receive(self.config.run_timeout_s)
@@ -415,9 +416,8 @@ class Judge:
             raise ReferenceError(f"problem {problem.name or problem.id}: unreadable reference output ({exc})") from exc
         n = len(metas["inputs"])
         seconds = metas.get("forward_seconds")
-        if forward is not None and isinstance(seconds, float) and math.isfinite(seconds) and seconds >= 0:
-            forward.append(seconds)
-        return values[:n], values[n:]
+        believable = isinstance(seconds, float) and math.isfinite(seconds) and seconds >= 0
+        return values[:n], values[n:], seconds if believable else None
 
     def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
         """The reference's trials, one at a time: each trial's tensors go to the stash (kept in memory while
@@ -425,13 +425,14 @@ class Judge:
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
         box, init_inputs = self._reference_box(problem, device_index)
         slowest = 0.0
-        forwards: list[float] = []
+        forwards: list[float | None] = []
         stash = self._stash()
         try:
             trials = []
             for index in range(self.config.trials):
                 start = time.perf_counter()
-                inputs, expected = self._reference_trial(box, problem, index, forwards)
+                inputs, expected, forward = self._reference_trial(box, problem, index)
+                forwards.append(forward)
                 slowest = max(slowest, time.perf_counter() - start)
                 input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
                 output_bytes = nbytes_of(expected)
@@ -439,9 +440,8 @@ class Judge:
                 entry = stash.append([*inputs, *(t.to(device) for t in expected)])
                 trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), entry, len(inputs), expected_digest))
                 del inputs, expected
+            forward = None if None in forwards else max(forwards)
             # the timing sets: made by the eager baseline, as many as it times, each a file that sandboxes read
-            # a forward the sandbox says took longer than the whole trial took by the judge's clock is not believed
-            forward = min(max(forwards), slowest) if len(forwards) == len(trials) else None
             reference = _Reference(init_inputs, trials, stash, device, slowest, forward, self._stash(memory_bytes=0),
                                    input_bytes, output_bytes)
         except BaseException:
@@ -465,7 +465,8 @@ class Judge:
         """How long a candidate's trial may run: HANG_FLOOR_S, plus HANG_FACTOR times the reference's forward,
         plus HANG_DATA_FACTOR times the rest of its trial (tensors made, moved and written, which take the
         same time for any kernel); at most verifier.run_timeout_s. Without the forward's own time the whole
-        trial counts as forward. A hung kernel is killed in seconds, not after the whole run timeout, and so
+        trial counts as forward, and a forward the sandbox says took longer than its whole trial by the judge's
+        clock is not believed beyond that. A hung kernel is killed in seconds, not after the whole run timeout, and so
         holds the device (and the timing of others) no longer than that. The cost: a candidate more than
         HANG_FACTOR times slower than the reference on a forward that takes long enough to matter is a timeout."""
         forward = reference_seconds if forward_seconds is None else min(forward_seconds, reference_seconds)
@@ -640,7 +641,8 @@ class Judge:
             return outcome
         compile_seconds = outcome
         with devices.trials(device_index):
-            outcome = self._trials(box, reference, compile_seconds, self._trial_limit(reference.seconds, reference.forward_seconds))
+            limit = self._trial_limit(reference.seconds, reference.forward_seconds)
+            outcome = self._trials(box, reference, compile_seconds, limit)
         phases.mark("trials")
         if outcome is not None:
             return outcome
