@@ -33,7 +33,6 @@ import torch.fx
 from operators.dedup import structure_pattern
 from operators.graph import ExportedGraph, dataflow_pattern, export_graph, op_short_name, structural_signature
 from operators.measures import difficulty, measure_graph
-from operators.sizing import SizeSolver  # (first: z3 must not swallow SIGINT during NNSmith's checks either)
 from schemas.config import ConfigError, SynthesizeConfig
 from schemas.records import Problem, Split, content_hash
 
@@ -61,6 +60,8 @@ class NNSmithSession:
     def open(cls, cache_dir: Path, ops: list[str], dtypes: list[str]) -> "NNSmithSession":
         for name in _NNSMITH_LOGGERS:  # its op probing logs every unsupported dtype as a warning
             logging.getLogger(name).setLevel(logging.ERROR)
+        import operators.sizing  # noqa: F401  (z3 first: it must not swallow SIGINT during NNSmith's checks either)
+
         try:
             with warnings.catch_warnings():  # "install pygraphviz", complex casts while probing ops
                 warnings.simplefilter("ignore", UserWarning)
@@ -573,6 +574,7 @@ def synthesize_problems(config: SynthesizeConfig, seed: int, cache_dir: Path,
         return [], SynthesisReport()
     if backend not in ("cpu", "cuda"):
         raise SynthesisError(f"unknown backend {backend!r} (cpu or cuda)")
+    from operators.sizing import SizeSolver  # z3 (37 MB) only where problems are synthesized
 
     session = session or NNSmithSession.open(cache_dir / "nnsmith", config.ops, config.dtypes)
     families = check_config(config, session)

@@ -30,6 +30,16 @@ HEADLINE = ("accuracy/turn_1", "fast_1/eager/turn_1", "fast_1/compile/turn_1", "
             "faster_rate", "turns_per_pass")
 
 
+def reason_in_brief(why: str, limit: int = 300) -> str:
+    """A reference's failure in a line: its first line (which problem, which trial) and its last (the exception),
+    not the top of a traceback cut off before it says what went wrong."""
+    lines = [line.strip() for line in why.strip().splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return why.strip()[:limit]
+    head, last = lines[0], lines[-1]
+    return f"{head[:limit // 3]} … {last[-(limit - min(len(head), limit // 3)):]}"
+
+
 def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_run_id: str | None = None,
                  pipeline_run_id: str | None = None) -> str:
     """Evaluate a policy; a stage run's policy is nested under that run in MLflow, so stages compare side by
@@ -46,13 +56,13 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         broken = ctx.pool.check_references(problems)
         for problem in problems:
             if problem.id in broken:
-                log.warning("left out %s: %s", problem.name or problem.id, broken[problem.id][:300])
+                log.warning("left out %s: %s", problem.name or problem.id, reason_in_brief(broken[problem.id]))
         runnable = [p for p in problems if p.id not in broken]
         ctx.log_problems(runnable, ctx.run_id if cfg.problems == "kernelbench" else
                          ctx.warehouse.ancestor(from_run, "hints").id, "evaluation")
         if not runnable:
             raise RuntimeError(f"none of the {len(problems)} problems has a reference that runs here; first: "
-                               f"{next(iter(broken.values()), '')[:300]}")
+                               f"{reason_in_brief(next(iter(broken.values()), ''))}")
         # evaluates: the stage (sft, ..., leap_rl) or the kind of policy (model, endpoint, template); policy: which
         ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
                              "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg)})

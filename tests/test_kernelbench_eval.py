@@ -119,3 +119,15 @@ def test_eval_cli_asks_for_exactly_one_policy(kernelbench):
     assert result.exit_code != 0 and "say who is evaluated" in result.output
     result = CliRunner().invoke(app, ["eval", "--template"])
     assert result.exit_code != 0 and "--from-run" in result.output
+
+
+def test_a_left_out_reason_keeps_the_exception_not_the_top_of_its_traceback():
+    from tasks.evaluate import reason_in_brief
+
+    frames = "".join(f'  File "/site-packages/torch/nn/modules/module.py", line {i}, in _call_impl\n    return f()\n'
+                     for i in range(40))
+    why = (f"problem level1/31_ELU: the reference failed in trial 0: Traceback (most recent call last):\n{frames}"
+           "RuntimeError: DefaultCPUAllocator: can't allocate memory: you tried to allocate 6442450944 bytes.")
+    brief = reason_in_brief(why)
+    assert brief.startswith("problem level1/31_ELU") and len(brief) <= 310
+    assert brief.endswith("you tried to allocate 6442450944 bytes.") and "_call_impl" not in brief
