@@ -61,6 +61,13 @@ class VerifierConfig(StrictModel):
     kept_problems: int = Field(128, ge=1, description="problems whose reference trials, timing sets and baselines "
                                "the judge keeps between verdicts; beyond, the least recently judged are dropped "
                                "(and made again if they come back)")
+    kept_gb: float = Field(24.0, gt=0, description="bytes (GB) of problems' data the judge keeps between verdicts "
+                           "(reference trials, timing inputs, checked outputs; in memory or on its disk): beyond, "
+                           "the least recently judged problems are dropped, as beyond kept_problems")
+    stored_trials_gb: float = Field(4.0, gt=0, description="one problem's reference trials kept at most (GB); the "
+                                    "trials beyond keep only their outputs' digest and are made again by the "
+                                    "reference for each candidate (KernelBench level 1 at full size: 12.8 GB a "
+                                    "trial), checked against that digest")
     spare_sandboxes: int = Field(4, ge=0, description="sandboxes started ahead of their candidates, per device, "
                                  "so process start and CUDA context creation are off the verdict's clock")
     cache_dir: str | None = Field(None, description="build + verdict cache; default <home>/cache/verifier "

@@ -220,6 +220,45 @@ def test_the_judge_keeps_a_bounded_number_of_problems(verifier_cache):
         judge.close()
 
 
+def test_the_judge_keeps_problems_within_kept_gb_and_checked_references_count(verifier_cache):
+    """Bytes bound what the judge keeps too (a KernelBench level-1 problem keeps gigabytes): beyond verifier.kept_gb
+    the least recently used problems are dropped, and references run only to check them are kept the same way."""
+    from verifier.examples import example_problem
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.kept_gb=1e-9"]).verifier
+    problems = [example_problem(name, "cpu") for name in ("relu", "square", "tanh")]
+    with LocalVerifierPool(cfg, verifier_cache) as pool:
+        assert pool.check_references(problems) == {}
+        assert len(pool.judge._references) == 1  # each the only one it may keep, once checked
+        assert len(pool.judge._in_use) == 1
+
+
+def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their_digest(verifier_cache):
+    """A problem whose trials are too large to keep (KernelBench level 1 at full size: 12.8 GB a trial) keeps only
+    their outputs' digests: each candidate's trials are made again by the reference, and judged as before."""
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.use_cache=false", f"verifier.trials={TRIALS}",
+                             "verifier.stored_trials_gb=1e-9", "verifier.timing_runs=2"]).verifier
+    judge = Judge(cfg, verifier_cache)
+    try:
+        reference = judge.reference(problem(), 0)
+        assert [t.entry for t in reference.trials] == [None] * TRIALS and reference.stash.nbytes == 0
+        assert judge.verify(problem(), candidate("correct")).category == V.passed
+        assert judge.verify(problem(), candidate("wrong_output")).category == V.wrong_output
+        # a reference whose outputs change between runs of the same trial cannot be judged against
+        moody = problem().reference.replace("return torch.sigmoid(x) * self.w", """import time
+        return torch.sigmoid(x) * self.w + (time.time_ns() % 999983) * 1e-3""")
+        assert moody != problem().reference
+        from schemas.records import Problem
+
+        odd = Problem(id=Problem.make_id(moody), source="test", reference=moody, name="moody")
+        judge.reference(odd, 0)
+        with pytest.raises(Exception, match="not deterministic"):
+            judge.verify(odd, candidate("correct"))
+    finally:
+        judge.close()
+
+
 def test_a_hang_is_killed_after_the_reference_s_own_forward_times_a_factor_not_the_run_timeout(verifier_cache):
     """The trial limit is HANG_FLOOR_S + HANG_FACTOR x the reference's forward (the sandbox's clock) + a few times
     the rest of its trial (tensors made and moved): a hang on a small problem is killed in seconds even with a

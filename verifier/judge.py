@@ -22,7 +22,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,8 +154,9 @@ class _Outcome:
 
 @dataclass
 class _Trial:
+    index: int
     seed: int
-    entry: int  # in the reference's stash: [*inputs (host memory), *expected (on the judge's device)]
+    entry: int | None  # in the reference's stash: [*inputs (host), *expected (on the judge's device)]; None: made again
     n_inputs: int
     expected_digest: str  # of the expected outputs: tells trials apart without loading them
 
@@ -171,6 +172,11 @@ class _Reference:
     sets: TensorStash | None = None  # the timed calls' inputs (entry i: timed call i's), each a file of the judge's
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
+    remake: Callable[[_Trial], list[Any]] | None = None  # a trial not kept: [*inputs, *expected], made again
+
+    @property
+    def nbytes(self) -> int:
+        return self.stash.nbytes + (self.sets.nbytes if self.sets is not None else 0)
 
     @property
     def most_runs(self) -> int:
@@ -180,13 +186,16 @@ class _Reference:
         return max(2, min(MAX_TIMING_RUNS, TIMING_SET_BYTES // max(1, self.input_bytes),
                           TIMING_OUTPUT_BYTES // max(1, self.output_bytes)))
 
+    def _values(self, trial: _Trial) -> list[Any]:
+        return self.stash.get(trial.entry) if trial.entry is not None else self.remake(trial)
+
     def load(self, trial: _Trial) -> tuple[list[Any], list[torch.Tensor]]:
         """One trial's inputs (host) and expected outputs (on the comparison device)."""
-        values = self.stash.get(trial.entry)
+        values = self._values(trial)
         return values[:trial.n_inputs], [t.to(self.device) for t in values[trial.n_inputs:]]
 
     def inputs(self, trial: _Trial) -> list[Any]:
-        return self.stash.get(trial.entry)[:trial.n_inputs]
+        return self._values(trial)[:trial.n_inputs]
 
     def close(self) -> None:
         self.stash.close()
@@ -205,6 +214,10 @@ class _Baseline:
     checked: dict[int, int] = field(default_factory=dict)  # timed call -> `expected` entry
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
+
+    @property
+    def nbytes(self) -> int:  # its sets belong to the reference (counted there)
+        return self.expected.nbytes
 
     def close(self) -> None:
         self.expected.close()
@@ -299,6 +312,7 @@ class Judge:
                 self._in_use[problem_id] -= 1
                 idle = [pid for pid, users in self._in_use.items() if users == 0]  # oldest first
                 dropped = idle[:max(0, len(self._in_use) - self.config.kept_problems)]
+                dropped += self._beyond_kept_bytes(idle[len(dropped):-1])  # the latest is kept, however large
                 kept = []
                 for pid in dropped:
                     del self._in_use[pid]
@@ -307,6 +321,27 @@ class Judge:
             for entry in kept:  # outside the lock: removing files takes time
                 if entry is not None:
                     entry.close()
+
+    def _beyond_kept_bytes(self, idle: list[str]) -> list[str]:
+        """The oldest of `idle` whose dropping brings what the judge keeps within verifier.kept_gb (under _lock)."""
+        sizes: dict[str, int] = {}
+        for key, entry in [*self._references.items(), *self._baselines.items()]:
+            if entry is not None:
+                sizes[key[0]] = sizes.get(key[0], 0) + entry.nbytes
+        excess = sum(sizes.values()) - int(self.config.kept_gb * 1e9)
+        dropped = []
+        for pid in idle:
+            if excess <= 0:
+                break
+            dropped.append(pid)
+            excess -= sizes.get(pid, 0)
+        return dropped
+
+    def check_reference(self, problem: Problem, device_index: int = 0) -> None:
+        """Run the problem's reference (raises ReferenceError if it cannot run here); its trials are then kept
+        like a verdict's, within verifier.kept_problems and kept_gb, for the verdicts that follow."""
+        with self._keeping(problem.id):
+            self.reference(problem, device_index)
 
     def _once(self, key: tuple) -> threading.Lock:
         with self._lock:
@@ -427,6 +462,7 @@ class Judge:
         slowest = 0.0
         forwards: list[float | None] = []
         stash = self._stash()
+        stored_bytes = int(self.config.stored_trials_gb * 1e9)
         try:
             trials = []
             for index in range(self.config.trials):
@@ -437,19 +473,40 @@ class Judge:
                 input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
                 output_bytes = nbytes_of(expected)
                 expected_digest = digest(expected)
-                entry = stash.append([*inputs, *(t.to(device) for t in expected)])
-                trials.append(_Trial(trial_seed(problem.id, index, self.base_seed), entry, len(inputs), expected_digest))
+                entry = None  # beyond stored_trials_gb: only its digest, and the trial is made again when needed
+                if stash.nbytes + input_bytes + output_bytes <= stored_bytes:
+                    try:
+                        entry = stash.append([*inputs, *(t.to(device) for t in expected)])
+                    except OSError as exc:  # the judge's disk is full: this problem cannot be judged here now
+                        raise ReferenceError(f"problem {problem.name or problem.id}: the judge could not keep its "
+                                             f"reference trials ({exc})") from exc
+                trials.append(_Trial(index, trial_seed(problem.id, index, self.base_seed), entry, len(inputs),
+                                     expected_digest))
                 del inputs, expected
             forward = None if None in forwards else max(forwards)
             # the timing sets: made by the eager baseline, as many as it times, each a file that sandboxes read
             reference = _Reference(init_inputs, trials, stash, device, slowest, forward, self._stash(memory_bytes=0),
-                                   input_bytes, output_bytes)
+                                   input_bytes, output_bytes,
+                                   remake=lambda trial: self._remade_trial(problem, device_index, trial))
         except BaseException:
             stash.close()
             raise
         finally:
             box.close()
         return reference
+
+    def _remade_trial(self, problem: Problem, device_index: int, trial: _Trial) -> list[Any]:
+        """A trial the judge did not keep, made again by a fresh reference sandbox: [*inputs, *expected] (host),
+        the same as when it was first made (its outputs' digest), or the reference is not deterministic."""
+        box, _ = self._reference_box(problem, device_index)
+        try:
+            inputs, expected, _ = self._reference_trial(box, problem, trial.index)
+        finally:
+            box.close()
+        if digest(expected) != trial.expected_digest:
+            raise ReferenceError(f"problem {problem.name or problem.id}: the reference's outputs for trial {trial.index} "
+                                 "differ from the first time it ran on the same seed (it is not deterministic)")
+        return [*inputs, *expected]
 
     def _reference_box_at(self, problem: Problem, device_index: int, trial: int, processes: bool = False) -> Sandbox:
         """A fresh reference sandbox that has run `trial` (its inputs in place for a timing's warm-up)."""

@@ -169,7 +169,7 @@ class LocalVerifierPool(VerifierPool):
 def reference_error(judge: Judge, problem: Problem) -> str | None:
     """Why the judge cannot run this problem's reference, or None when it can (its trials are then kept)."""
     try:
-        judge.reference(problem)
+        judge.check_reference(problem)
     except ReferenceError as exc:
         return str(exc)
     return None

@@ -46,6 +46,12 @@ class TensorStash:
         return self._count
 
     @property
+    def nbytes(self) -> int:
+        """Bytes kept, in memory and on disk together."""
+        with self._lock:
+            return self._bytes_in_memory + sum(size for _, _, size in self._on_disk.values())
+
+    @property
     def spilled(self) -> int:
         """Entries kept on disk."""
         return len(self._on_disk)
