@@ -93,6 +93,63 @@ def check_kernelbench_format(source: str) -> str | None:
     return f"lacks {', '.join(missing)}" if missing else None
 
 
+MIN_SCALED_SIZE = 8  # a size is halved only while it stays at least this (kernel sizes, small channel counts stay)
+
+
+def _size_assignments(tree: ast.Module) -> list[ast.Assign]:
+    return [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
+            and type(n.value.value) is int]
+
+
+def size_constants(source: str) -> dict[str, int]:
+    """A KernelBench problem's sizes: its module-level `name = <int>` assignments (batch_size, dim, in_channels…),
+    read from the source, never by running it."""
+    return {n.targets[0].id: n.value.value for n in _size_assignments(ast.parse(source))}
+
+
+def with_size_constants(source: str, values: dict[str, int]) -> str:
+    """`source` with some of its module-level int assignments set to `values`; not a character else changes."""
+    lines = source.splitlines(keepends=True)
+    for node in sorted(_size_assignments(ast.parse(source)), key=lambda n: n.lineno, reverse=True):
+        name = node.targets[0].id
+        if name not in values:
+            continue
+        value, line = node.value, node.value.lineno - 1
+        if value.end_lineno != value.lineno:  # an int literal spans one line
+            continue
+        text = lines[line]
+        lines[line] = text[:value.col_offset] + str(int(values[name])) + text[value.end_col_offset:]
+    return "".join(lines)
+
+
+def scale_sizes_down(source: str, budget_bytes: int, measure) -> dict[str, Any]:
+    """Halve a problem's largest size (see `size_constants`) while `measure(source)` (bytes of its inputs and
+    outputs; raises if the sizes no longer make a valid problem) exceeds `budget_bytes`: {"sizes": the changed
+    sizes, "original_bytes", "scaled_bytes"}. Runs the reference (under fake tensors): in a sandbox."""
+    original = size_constants(source)
+    values = dict(original)
+    current = first = measure(source)
+    while current > budget_bytes:
+        step = None
+        for name in sorted(values, key=lambda n: -values[n]):
+            if values[name] < 2 * MIN_SCALED_SIZE:
+                break  # the rest are smaller still
+            trial = {**values, name: values[name] // 2}
+            try:
+                smaller = measure(with_size_constants(source, trial))
+            except Exception:  # e.g. groups no longer divide the channels: try the next size
+                continue
+            if smaller < current:
+                step = trial, smaller
+                break
+        if step is None:  # nothing left to halve: as small as it gets
+            break
+        values, current = step
+    return {"sizes": {n: v for n, v in values.items() if v != original[n]}, "original_bytes": first,
+            "scaled_bytes": current}
+
+
 @dataclass
 class ImportReport:
     imported: int = 0

@@ -61,6 +61,11 @@ class VerifierConfig(StrictModel):
     kept_problems: int = Field(128, ge=1, description="problems whose reference trials, timing sets and baselines "
                                "the judge keeps between verdicts; beyond, the least recently judged are dropped "
                                "(and made again if they come back)")
+    timed: bool = Field(True, description="time passing candidates (speedups, roofline fraction); false: "
+                        "correctness only — a pass earns reward 1 and has no speedup. Per stage: untimed_stages")
+    untimed_stages: list[Literal["distill", "rft", "warmup_rl", "leap_rl", "evaluate"]] = Field(
+        default_factory=list, description="stages whose verdicts are correctness only (timed=false there): distill "
+        "and rft keep what passes, so at thousands of problems timing them is wall time spent on nothing they use")
     kept_gb: float = Field(24.0, gt=0, description="bytes (GB) of problems' data the judge keeps between verdicts "
                            "(reference trials, timing inputs, checked outputs; in memory or on its disk): beyond, "
                            "the least recently judged problems are dropped, as beyond kept_problems")
@@ -374,6 +379,10 @@ class EvaluateConfig(StrictModel):
     kernelbench_dir: str | None = Field(None, description="a KernelBench checkout (its level<N>/ folders)")
     levels: list[int] = Field(default_factory=lambda: [1, 2], description="KernelBench levels to evaluate on")
     limit_per_level: int = Field(0, ge=0, description="first N problems of each level (0 = all)")
+    scale_to_mb: float | None = Field(None, gt=0, description="KernelBench problems: halve each one's module-level "
+                                      "sizes (batch_size, dim, ...) until its inputs and outputs take at most this "
+                                      "many MB, recording the factor per problem; for the cpu backend, where full "
+                                      "size (tens of GB) cannot run. null: full size, as KernelBench reports")
     policy: Literal["run", "model", "endpoint", "template"] = Field(
         "run", description="who is evaluated: run: the policy of the stage run given (--from-run); model: a HF "
         "model folder (model_dir); endpoint: an OpenAI-compatible endpoint (endpoint.*); template: the template "

@@ -63,7 +63,10 @@ class StageContext:
     @property
     def pool(self) -> VerifierPool:
         if self._pool is None:
-            self._pool = make_pool(self.config.verifier, self.verifier_cache, self.config.seed)
+            verifier = self.config.verifier
+            if self.stage in verifier.untimed_stages:
+                verifier = verifier.model_copy(update={"timed": False})
+            self._pool = make_pool(verifier, self.verifier_cache, self.config.seed)
         return self._pool
 
     @property

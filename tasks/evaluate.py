@@ -25,6 +25,7 @@ from tasks.plots import close, line_chart
 from training.evaluation import FAST_P, EvalSummary, evaluate_policy, level_of
 from training.model import load_policy, resolve_device
 from training.rollout import HFRolloutEngine
+from verifier.analysis import AnalysisError
 
 HEADLINE = ("accuracy/turn_1", "fast_1/eager/turn_1", "fast_1/compile/turn_1", "speedup/geomean_eager",
             "faster_rate", "turns_per_pass")
@@ -61,7 +62,10 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         ctx.log_problems(runnable, ctx.run_id if cfg.problems == "kernelbench" else
                          ctx.warehouse.ancestor(from_run, "hints").id, "evaluation")
         if not runnable:
-            raise RuntimeError(f"none of the {len(problems)} problems has a reference that runs here; first: "
+            hint = " (KernelBench at full size needs tens of GB a problem: on the cpu backend, scale it down with " \
+                "--set evaluate.scale_to_mb=64)" if cfg.problems == "kernelbench" and not cfg.scale_to_mb and \
+                config.verifier.backend == "cpu" else ""
+            raise RuntimeError(f"none of the {len(problems)} problems has a reference that runs here{hint}; first: "
                                f"{reason_in_brief(next(iter(broken.values()), ''))}")
         # evaluates: the stage (sft, ..., leap_rl) or the kind of policy (model, endpoint, template); policy: which
         ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
@@ -127,6 +131,9 @@ def _problems(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None) -> l
     if not found:
         raise RuntimeError(f"no problems of levels {cfg.levels} under {cfg.kernelbench_dir}")
 
+    if cfg.scale_to_mb:
+        found = _scaled_down(ctx, found, int(cfg.scale_to_mb * 2**20))
+
     def hinted(problem: Problem) -> Problem:  # torch.export runs the reference: in a sandbox
         try:
             return problem.model_copy(update={"hints": extract_hints(problem, ctx.analyser)})
@@ -143,6 +150,29 @@ def _problems(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None) -> l
     return problems
 
 
+def _scaled_down(ctx: StageContext, problems: list[Problem], budget_bytes: int) -> list[Problem]:
+    """Each problem at most `budget_bytes` of inputs and outputs (evaluate.scale_to_mb), said per problem: never
+    silently smaller. One that cannot be analysed stays as it is (its reference check reports why it cannot run)."""
+    def scaled(problem: Problem) -> Problem:
+        try:
+            return ctx.analyser.scaled_down(problem, budget_bytes)
+        except AnalysisError as exc:
+            log.warning("not scaled down: %s", reason_in_brief(str(exc)))
+            return problem
+
+    with progress_bar("scaling sizes down (sandboxed)", len(problems)) as advance, \
+            ThreadPoolExecutor(max_workers=max(1, min(8, len(os.sched_getaffinity(0))))) as threads:
+        out = []
+        for problem in threads.map(scaled, problems):
+            out.append(problem)
+            advance(1)
+    for problem in out:
+        if problem.scale > 1:
+            sizes = ", ".join(f"{n} {a}->{b}" for n, (a, b) in problem.measures["scaled_sizes"].items())
+            log.info("%s scaled down %.0fx: %s", problem.name, problem.scale, sizes)
+    return out
+
+
 def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalSummary, problems: list[Problem],
                           broken: dict[str, str]) -> None:
     """problems.parquet (one row per problem and sample, the left-out problems with their reason), and plots:
@@ -154,6 +184,7 @@ def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalS
     for r in summary.rollouts:
         first, final = r.turns[0].verdict, r.turns[r.passed_turn - 1].verdict if r.passed_turn else None
         table.append({"problem_id": r.problem.id, "name": r.problem.name, "level": level_of(r.problem),
+                      "scale": r.problem.scale,
                       "sample": r.index, "turns": len(r.turns), "passed_turn": r.passed_turn or None,
                       "category_turn_1": first.category.value, "category_last": r.turns[-1].verdict.category.value,
                       "speedup_vs_eager": final.speedup_vs_eager if final else None,
@@ -162,7 +193,8 @@ def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalS
                       "detail_turn_1": first.detail[:500], "left_out": None})
     for p in problems:
         if p.id in broken:
-            table.append({"problem_id": p.id, "name": p.name, "level": level_of(p), "sample": None, "turns": 0,
+            table.append({"problem_id": p.id, "name": p.name, "level": level_of(p), "scale": p.scale,
+                          "sample": None, "turns": 0,
                           "passed_turn": None, "category_turn_1": None, "category_last": None,
                           "speedup_vs_eager": None, "speedup_vs_compile": None, "roofline_fraction": None,
                           "detail_turn_1": None, "left_out": broken[p.id][:1000]})

@@ -33,6 +33,7 @@ def get_init_inputs():
     return []
 '''
 
+SIZED_NAME = "level2/2_Large_ReLU.py"
 FOLDER = {
     "level1/1_ReLU.py": ("return torch.relu(x)", "return [torch.randn(64, 256)]"),
     "level1/2_Sum_over_dim.py": ("return torch.sum(x, dim=1)", "return [torch.randn(32, 128)]"),
@@ -49,6 +50,9 @@ def kernelbench(tmp_path_factory):
         path = root / name
         path.parent.mkdir(exist_ok=True)
         path.write_text(textwrap.dedent(PROBLEM).format(body=body, inputs=inputs))
+    # KernelBench's own way of giving sizes, at its level-1 scale: 1 GiB in, 1 GiB out
+    (root / SIZED_NAME).write_text(SIZED.replace("elu(x, alpha=self.alpha)", "relu(x)").replace("dim = 393216",
+                                                                                             "dim = 65536"))
     return root
 
 
@@ -57,7 +61,7 @@ def evaluation(kernelbench, tmp_path_factory, verifier_cache):
     home = tmp_path_factory.mktemp("home")
     overrides = [f"home={home}", f"verifier.cache_dir={verifier_cache}", "evaluate.policy=template",
                  "evaluate.problems=kernelbench", f"evaluate.kernelbench_dir={kernelbench}", "evaluate.levels=[1,2]",
-                 "evaluate.max_turns=2", "verifier.timing_runs=2"]
+                 "evaluate.max_turns=2", "verifier.timing_runs=2", "evaluate.scale_to_mb=1"]
     run_id = stage(name="evaluate", overrides=overrides)
     config = load_config(None, overrides)
     return run_id, overrides, Warehouse(Home.of(config).warehouse_path), home
@@ -69,7 +73,7 @@ def test_a_kernelbench_folder_is_evaluated_per_level_without_an_upstream_run(eva
     assert run.status.value == "succeeded" and run.parent_ids == []
     summary = wh.summary(run_id)
     assert summary["evaluated"] == "teacher:template"
-    assert summary["problems"] == 3 and summary["reference_broken"] == 1
+    assert summary["problems"] == 4 and summary["reference_broken"] == 1
     metrics = summary["metrics"]
     # the template teacher writes correct kernels for these: correctness is fast_0, at turn 1, per level
     assert metrics["accuracy/turn_1"] == 1.0 == metrics["fast_0/eager/turn_1"]
@@ -78,10 +82,10 @@ def test_a_kernelbench_folder_is_evaluated_per_level_without_an_upstream_run(eva
     assert metrics["category/turn_1/pass"] == 1.0
     # the problems evaluated are the run's own rows, with their KernelBench level
     problems = wh.problems(run_id)
-    assert sorted(p.name for p in problems) == sorted(n.removesuffix(".py") for n in FOLDER)
+    assert sorted(p.name for p in problems) == sorted(n.removesuffix(".py") for n in [*FOLDER, SIZED_NAME])
     assert {p.difficulty for p in problems} == {1, 2}
     rows = wh.eval_rows(run_id)
-    assert len(rows) == 3 and all(r["passed"] for r in rows)
+    assert len(rows) == 4 and all(r["passed"] for r in rows)
 
 
 def test_a_reference_that_cannot_run_is_reported_per_problem_not_fatal(evaluation):
@@ -93,7 +97,20 @@ def test_a_reference_that_cannot_run_is_reported_per_problem_not_fatal(evaluatio
     assert [r["name"] for r in left_out] == ["level1/3_Needs_the_hub"]
     assert "huggingface.co" in left_out[0]["left_out"]
     assert sorted(r["name"] for r in table if not r["left_out"]) == ["level1/1_ReLU", "level1/2_Sum_over_dim",
-                                                                     "level2/1_Abs_then_mean"]
+                                                                     "level2/1_Abs_then_mean", "level2/2_Large_ReLU"]
+
+
+def test_a_kernelbench_problem_too_large_for_the_cpu_is_scaled_down_explicitly(evaluation):
+    """evaluate.scale_to_mb: the 2 GiB problem is judged at <= 1 MiB, its factor in the table; the others are
+    small enough to stay as they are (scale 1)."""
+    import pyarrow.parquet as pq
+
+    run_id, _, wh, home = evaluation
+    table = pq.read_table(home / "artifacts" / run_id / "problems.parquet").to_pylist()
+    scales = {r["name"]: r["scale"] for r in table}
+    assert scales["level2/2_Large_ReLU"] >= 2 * 2**30 / 2**20 and scales["level1/1_ReLU"] == 1.0
+    large = next(p for p in wh.problems(run_id) if p.name == "level2/2_Large_ReLU")
+    assert large.scale == scales["level2/2_Large_ReLU"] and set(large.measures["scaled_sizes"]) <= {"batch_size", "dim"}
 
 
 def test_compare_puts_evaluations_side_by_side(evaluation, tmp_path):
@@ -131,3 +148,71 @@ def test_a_left_out_reason_keeps_the_exception_not_the_top_of_its_traceback():
     brief = reason_in_brief(why)
     assert brief.startswith("problem level1/31_ELU") and len(brief) <= 310
     assert brief.endswith("you tried to allocate 6442450944 bytes.") and "_call_impl" not in brief
+
+
+SIZED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, alpha):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return torch.nn.functional.elu(x, alpha=self.alpha)
+
+
+batch_size = 4096  # KernelBench level 1 sizes: 6 GiB of input
+dim = 393216
+alpha = 1
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return [alpha]
+'''
+
+
+def test_kernelbench_sizes_are_read_and_rewritten_from_the_source_alone():
+    from operators.imports import size_constants, with_size_constants
+
+    assert size_constants(SIZED) == {"batch_size": 4096, "dim": 393216, "alpha": 1}
+    smaller = with_size_constants(SIZED, {"dim": 3072})
+    assert size_constants(smaller) == {"batch_size": 4096, "dim": 3072, "alpha": 1}
+    assert "dim = 3072\n" in smaller and "# KernelBench level 1 sizes" in smaller  # nothing else changes
+    assert smaller.replace("dim = 3072", "dim = 393216") == SIZED
+
+
+def test_a_kernelbench_problem_is_scaled_down_in_a_sandbox_with_its_factor_recorded(analyser):
+    from schemas.records import Problem
+
+    problem = Problem(id=Problem.make_id(SIZED), source="kernelbench", reference=SIZED, name="level1/31_ELU")
+    scaled = analyser.scaled_down(problem, 64 << 20)
+    sizes = scaled.measures["scaled_sizes"]
+    assert set(sizes) <= {"batch_size", "dim"} and all(new < old for old, new in sizes.values())
+    assert "alpha" not in sizes  # too small to be a size
+    assert scaled.id != problem.id and scaled.name == problem.name
+    assert 12 * 2**30 / (64 << 20) <= scaled.scale <= 2 * 12 * 2**30 / (64 << 20)  # 12 GiB in+out, now <= 64 MiB
+    assert analyser.scaled_down(scaled, 64 << 20) is scaled  # it fits: unchanged
+
+
+def test_a_reference_that_lies_about_its_sizes_is_not_scaled(analyser):
+    """The sandbox names new values for the problem's own sizes only, each no larger than before; a reference that
+    rewrites the analysis from inside gets an AnalysisError (the evaluation keeps it at full size)."""
+    from schemas.records import Problem
+    from verifier.analysis import AnalysisError
+
+    forge = """import sys
+for _sandbox in [m for m in list(sys.modules.values()) if hasattr(m, "_sender") and hasattr(m, "dumps")]:
+    # what the sandbox sends next is this reply, whatever it meant to send
+    _dumps = _sandbox.dumps
+    _sandbox.dumps = lambda message: _dumps(("analysed", {"sizes": {"batch_size": 4096, "injected": 64},
+                                                          "original_bytes": 1, "scaled_bytes": 1}))
+"""
+    liar = SIZED.replace("import torch.nn as nn\n", "import torch.nn as nn\n" + forge, 1)
+    problem = Problem(id=Problem.make_id(liar), source="kernelbench", reference=liar, name="level1/liar")
+    with pytest.raises(AnalysisError, match="malformed reply"):
+        analyser.scaled_down(problem, 64 << 20)

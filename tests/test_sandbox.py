@@ -208,3 +208,12 @@ def test_an_edited_shared_object_is_refused_and_rebuilt(tmp_path):
     module = again.load_inline("twice_again", src, functions=["twice"])
     assert again.store.refused == 1 and again.stats.builds == 1 and again.stats.cache_hits == 0
     assert torch.equal(module.twice(torch.ones(3)), torch.full((3,), 2.0))
+
+
+def test_a_sandbox_may_write_a_file_as_large_as_its_memory_holds_not_more():
+    """KernelBench level 1 at full size: a reference trial writes 12.8 GB of tensors into the sandbox's tmpfs
+    (charged to its memory), past the old flat 8 GiB file limit; what bounds a file is the memory it would take."""
+    from verifier.jail import file_size_limit
+
+    assert file_size_limit(4096) == 8 << 30  # the floor: small sandboxes keep the old limit
+    assert file_size_limit(32768) == 32 << 30 > 12_884_901_888

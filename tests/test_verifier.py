@@ -259,6 +259,24 @@ def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their
         judge.close()
 
 
+def test_untimed_verdicts_judge_correctness_alone(verifier_cache):
+    """verifier.timed=false (a stage in untimed_stages): a pass is a pass with no speedup (reward 1), a wrong kernel
+    is as wrong as ever, and no baseline is timed."""
+    from verifier.reward import correctness_first_reward
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.timed=false"]).verifier
+    judge = Judge(cfg, verifier_cache)
+    try:
+        passed = judge.verify(problem(), candidate("correct"))
+        assert passed.category == V.passed and passed.speedup_vs_eager is None and passed.timing == {}
+        assert "not timed" in passed.detail and correctness_first_reward(passed) == 1.0
+        assert judge.verify(problem(), candidate("wrong_output")).category == V.wrong_output
+        assert judge._baselines == {}
+    finally:
+        judge.close()
+
+
 def test_a_hang_is_killed_after_the_reference_s_own_forward_times_a_factor_not_the_run_timeout(verifier_cache):
     """The trial limit is HANG_FLOOR_S + HANG_FACTOR x the reference's forward (the sandbox's clock) + a few times
     the rest of its trial (tensors made and moved): a hang on a small problem is killed in seconds even with a

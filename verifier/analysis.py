@@ -91,6 +91,29 @@ class ReferenceAnalyser:
             raise cached
         return cached
 
+    def scaled_down(self, problem: Problem, budget_bytes: int) -> Problem:
+        """The problem with its sizes (operators.imports.size_constants) halved in a sandbox until its inputs and
+        outputs take at most `budget_bytes`; its `scale` (how many times smaller) and the sizes it changed
+        (`measures["scaled_sizes"]`) recorded. Unchanged when it already fits. The sandbox only names new values
+        for the problem's own sizes, each no larger than before: the source is rewritten here."""
+        from operators.imports import size_constants, with_size_constants
+
+        what = f"scaling problem {problem.name or problem.id}"
+        needs_hub(problem)
+        reply = self._ask(("scale", problem.reference, int(budget_bytes)), what)
+        sizes, original, scaled = reply.get("sizes"), reply.get("original_bytes"), reply.get("scaled_bytes")
+        own = size_constants(problem.reference)
+        if not isinstance(sizes, dict) or not all(isinstance(n, str) and n in own and type(v) is int
+                                                  and 1 <= v <= own[n] for n, v in sizes.items()) \
+                or not all(type(b) is int and b > 0 for b in (original, scaled)):
+            raise AnalysisError(f"{what}: malformed reply {str(reply)[:120]}")
+        if not sizes:
+            return problem
+        source = with_size_constants(problem.reference, sizes)
+        return problem.model_copy(update={
+            "id": Problem.make_id(source), "reference": source, "scale": max(1.0, original / scaled),
+            "measures": {**problem.measures, "scaled_sizes": {n: [own[n], v] for n, v in sizes.items()}}})
+
     def teacher(self, problem: Problem, backend: str) -> dict[str, Any]:
         """The template teacher's answer for an untrusted problem: {completion} or {refusal}."""
         return self._ask(("teacher", problem.model_dump_json(), backend), f"problem {problem.name or problem.id}")

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.jail import BASIC_DEVICES, NVIDIA_SHARED_DEVICES, JailPlan, python_paths
+from verifier.jail import BASIC_DEVICES, NVIDIA_SHARED_DEVICES, JailPlan, file_size_limit, python_paths
 
 SANDBOX_UID_BASE = 0x70000000  # 1,879,048,192: far above any real account, below the overflow id
 _SHM = Path("/dev/shm")
@@ -380,6 +380,7 @@ class Isolation:
             # CUDA reserves huge virtual ranges, so only cpu sandboxes get an address-space limit
             memory_bytes=(memory_mb << 20) if device == "cpu" else 0,
             max_tasks=max_tasks,
+            file_bytes=file_size_limit(memory_mb),
             hub_cache=hub_cache,
         )
 

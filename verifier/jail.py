@@ -80,10 +80,16 @@ class JailPlan:
     memory_bytes: int = 0  # RLIMIT_AS per process when > 0 (cpu only: CUDA reserves huge address ranges)
     max_tasks: int = 512  # RLIMIT_NPROC: processes and threads of the (unique) uid
     open_files: int = 4096
-    file_bytes: int = 8 << 30
+    file_bytes: int = 8 << 30  # RLIMIT_FSIZE: see file_size_limit
     tmp_bytes: int = 1 << 30  # /tmp is a tmpfs of this size (charged to the sandbox's memory)
     hub_cache: str | None = None  # a local Hugging Face hub cache bound read-only (HF_HUB_CACHE inside)
     extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def file_size_limit(memory_mb: int) -> int:
+    """The largest file a sandbox may write: 8 GiB, or as much as its memory holds when that is more (a KernelBench
+    level-1 reference trial at full size writes 12.8 GB of inputs and outputs into its tmpfs, charged to its memory)."""
+    return max(8 << 30, memory_mb << 20)
 
 
 def _check(result: int, what: str) -> int:

@@ -703,6 +703,9 @@ class Judge:
         phases.mark("trials")
         if outcome is not None:
             return outcome
+        if not self.config.timed:
+            return _Outcome(VerdictCategory.passed, f"all {len(reference.trials)} trials correct (not timed: "
+                            "correctness only)", q=1.0, compiled=True, compile_seconds=compile_seconds)
         # the baselines (their timed calls alone on the device) and the warm-up's inputs (the last trial's, as
         # the reference's) before this candidate takes the device alone
         eager = self.baseline(problem, device_index, devices=devices)

@@ -36,7 +36,6 @@ from verifier.reference import dumps, load_reference_module, loads, to_list
 from verifier.tensor_io import read_tensors, read_tensors_into, write_tensors
 from verifier.timing import time_calls as _time_calls
 
-FILE_SIZE_LIMIT = 8 << 30  # no file the sandbox writes (outputs, objects, logs) may grow past this
 MAX_TRACE = 4000
 
 
@@ -55,7 +54,8 @@ def _plain_limits(memory_limit_mb: int, device: str) -> None:
         limit = memory_limit_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+    file_bytes = jail.file_size_limit(memory_limit_mb)  # no file it writes (outputs, objects, logs) grows past this
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
 
 
 def _redirect_output(log_path: str) -> None:
@@ -446,6 +446,15 @@ def serve_analysis(conn, job: dict[str, Any]) -> None:
             from operators.graph import analyse_source
 
             send(("analysed", analyse_source(msg[1])))
+        elif msg[0] == "scale":
+            from operators.graph import analyse_source
+            from operators.imports import scale_sizes_down
+
+            def measure(source: str) -> int:
+                analysis = analyse_source(source)
+                return analysis["input_bytes"] + analysis["output_bytes"]
+
+            send(("analysed", scale_sizes_down(msg[1], int(msg[2]), measure)))
         elif msg[0] == "teacher":
             from schemas.records import Problem
             from training.teacher import TemplateTeacher

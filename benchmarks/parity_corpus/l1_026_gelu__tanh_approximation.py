@@ -1,4 +1,7 @@
-"""l1_026_gelu__tanh_approximation: KernelBench level1/26_GELU_.py with a CUDA candidate; expected verdict wrong_output.
+"""l1_026_gelu__tanh_approximation: KernelBench level1/26_GELU_.py with a CUDA candidate; expected verdict pass.
+
+Written as a mistake (tanh-approximate GELU for the exact one), and measured a pass on the H200 (both build paths,
+2026-12-01): the inputs are torch.rand, in [0, 1), where the two GELUs differ by less than the tolerance.
 
 Sizes reduced from KernelBench: batch_size 4096 -> 16, dim 393216 -> 16384.
 """
@@ -6,8 +9,8 @@ Sizes reduced from KernelBench: batch_size 4096 -> 16, dim 393216 -> 16384.
 SOURCE = "KernelBench level1/26_GELU_.py"
 LEVEL = 1
 FAMILY = "activation"
-EXPECTED = "wrong_output"
-FEATURES = ["mistake"]
+EXPECTED = "pass"
+FEATURES = []
 SIZE_CHANGES = [('batch_size = 4096', 'batch_size = 16'), ('dim = 393216', 'dim = 16384')]
 
 REFERENCE = r'''import torch

@@ -1,4 +1,7 @@
-"""l1_067_conv1d__smem_weights: KernelBench level1/67_conv_standard_1D.py with a CUDA candidate; expected verdict pass.
+"""l1_067_conv1d__smem_weights: KernelBench level1/67_conv_standard_1D.py with a CUDA candidate; expected verdict runtime_error.
+
+Written as a pass, and measured a run-time error on the H200 (both build paths, 2026-12-01): `self.conv1d` is
+rebound from the nn.Conv1d to the extension module, so forward's `self.conv1d.weight` does not exist.
 
 Sizes reduced from KernelBench: batch_size 32 -> 4, in_channels 64 -> 8, out_channels 128 -> 16, length 131072
 -> 1024.
@@ -7,8 +10,8 @@ Sizes reduced from KernelBench: batch_size 32 -> 4, in_channels 64 -> 8, out_cha
 SOURCE = "KernelBench level1/67_conv_standard_1D.py"
 LEVEL = 1
 FAMILY = "conv"
-EXPECTED = "pass"
-FEATURES = ["TORCH_CHECK", "factory_with_options", "options", "shared_memory"]
+EXPECTED = "runtime_error"
+FEATURES = ["TORCH_CHECK", "factory_with_options", "mistake", "options", "shared_memory"]
 SIZE_CHANGES = [('batch_size = 32', 'batch_size = 4'), ('in_channels = 64', 'in_channels = 8'), ('out_channels = 128', 'out_channels = 16'), ('length = 131072', 'length = 1024')]
 
 REFERENCE = r'''import torch

@@ -1,4 +1,8 @@
-"""l2_009_matmul_subtract_multiply_relu__k_off_by_one: KernelBench level2/9_Matmul_Subtract_Multiply_ReLU.py with a CUDA candidate; expected verdict wrong_output.
+"""l2_009_matmul_subtract_multiply_relu__k_off_by_one: KernelBench level2/9_Matmul_Subtract_Multiply_ReLU.py with a CUDA candidate; expected verdict pass.
+
+Written as a mistake (the K loop stops one short), and measured a pass on the H200 (both build paths, 2026-12-01):
+relu((x @ W.T + b - 2.0) * 1.5) is 0 everywhere for torch.rand inputs at these sizes, so no K term shows.
+KernelBench's problem itself cannot tell this kernel from a right one.
 
 Sizes reduced from KernelBench: batch_size 1024 -> 32, in_features 8192 -> 512, out_features 8192 -> 256.
 """
@@ -6,8 +10,8 @@ Sizes reduced from KernelBench: batch_size 1024 -> 32, in_features 8192 -> 512, 
 SOURCE = "KernelBench level2/9_Matmul_Subtract_Multiply_ReLU.py"
 LEVEL = 2
 FAMILY = "fused_gemm"
-EXPECTED = "wrong_output"
-FEATURES = ["CHECK_INPUT_macros", "TORCH_CHECK", "cuda_stream", "device_guard", "factory_with_options", "launch_check", "mistake", "options", "scalar_args"]
+EXPECTED = "pass"
+FEATURES = ["CHECK_INPUT_macros", "TORCH_CHECK", "cuda_stream", "device_guard", "factory_with_options", "launch_check", "options", "scalar_args"]
 SIZE_CHANGES = [('batch_size = 1024', 'batch_size = 32'), ('in_features = 8192', 'in_features = 512'), ('out_features = 8192', 'out_features = 256')]
 
 REFERENCE = r'''import torch
