@@ -127,3 +127,25 @@ def test_reading_a_set_leaves_none_of_its_pages_cached(tmp_path, reader):
         os.close(fd)
     assert all(same_bytes(a, b) for a, b in zip(values, back))
     assert _resident_pages(path) == 0
+
+
+def test_a_large_tensor_is_digested_by_a_spread_sample_fast_and_a_small_one_whole():
+    """KernelBench level 1 outputs are 6.4 GB: hashing them whole took seconds per trial. Past FULL_DIGEST_BYTES a
+    digest reads evenly spread slices; below, every byte counts."""
+    import time
+
+    from verifier.stash import DIGEST_SAMPLE_BYTES, FULL_DIGEST_BYTES, digest
+
+    large = torch.rand(FULL_DIGEST_BYTES // 4 + 1024)
+    started = time.perf_counter()
+    first = digest([large])
+    assert time.perf_counter() - started < 0.5
+    assert first == digest([large.clone()])
+    changed = large.clone()
+    changed[:DIGEST_SAMPLE_BYTES // 4] += 1  # the first slice is always sampled
+    assert digest([changed]) != first
+    assert digest([large.reshape(2, -1)]) != first  # shape and dtype count as ever
+    small = torch.rand(1000)
+    nudged = small.clone()
+    nudged[517] += 1
+    assert digest([small]) != digest([nudged])

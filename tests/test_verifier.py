@@ -255,6 +255,11 @@ def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their
         judge.reference(odd, 0)
         with pytest.raises(Exception, match="not deterministic"):
             judge.verify(odd, candidate("correct"))
+        # ... but one that sums in another order each run (a GPU reduction) is the same within the tolerance
+        jitter = problem().reference.replace("return torch.sigmoid(x) * self.w", """import time
+        return torch.sigmoid(x) * self.w * (1 + (time.time_ns() % 7) * 1e-8)""")
+        jittery = Problem(id=Problem.make_id(jitter), source="test", reference=jitter, name="jittery")
+        assert judge.verify(jittery, candidate("correct")).category == V.passed
     finally:
         judge.close()
 
