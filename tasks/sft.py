@@ -7,11 +7,11 @@ from prefect.cache_policies import NO_CACHE
 
 from schemas.config import PipelineConfig
 from schemas.records import Verdict, VerdictCategory
-from tasks.common import lm_metrics, progress_bar, stage_run
+from tasks.common import lm_metrics, log, progress_bar, stage_run
 from tasks.plots import close, line_chart
 from training.model import build_model, load_policy, resolve_device, train_tokenizer
 from training.prompts import feedback_message
-from training.sft import as_examples, total_steps, train_sft
+from training.sft import as_examples, short_generation_budgets, total_steps, train_sft
 
 
 def _feedback_samples() -> list[str]:
@@ -48,6 +48,7 @@ def run_sft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
                                batch_size=cfg.batch_size, max_length=cfg.max_length, warmup_ratio=cfg.warmup_ratio,
                                seed=config.seed, on_metrics=on_metrics, on_step=advance)
         ctx.save_policy(model, tokenizer, result.steps)
+        _check_generation_budgets(ctx, config, tokenizer, rows)
         fig = line_chart({"loss": losses}, "SFT loss", "step", "loss")
         ctx.mlflow.log_figure(fig, "sft_loss.png")
         close(fig)
@@ -57,6 +58,22 @@ def run_sft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
         ctx.summary.update(examples=result.examples_used, steps=result.steps, final_loss=round(result.final_loss, 4),
                            parameters=params)
         return ctx.run_id
+
+
+def _check_generation_budgets(ctx, config: PipelineConfig, tokenizer, rows: list[dict]) -> None:
+    """Kernel completions' lengths in this tokenizer's tokens (MLflow), and a warning for every later stage whose
+    generation budget would cut most of them short."""
+    lengths = sorted(len(tokenizer(r["completion"], add_special_tokens=False)["input_ids"]) + 1
+                     for r in rows if r.get("task") == "kernel")
+    if not lengths:
+        return
+    ctx.mlflow.log_metrics({"kernel_tokens/p50": lengths[len(lengths) // 2],
+                            "kernel_tokens/p90": lengths[int(0.9 * (len(lengths) - 1))], "kernel_tokens/max": lengths[-1]})
+    budgets = {f"{stage}.generation.max_new_tokens": getattr(config, stage).generation.max_new_tokens
+               for stage in ("rft", "warmup_rl", "leap_rl", "evaluate")}
+    for line in short_generation_budgets(lengths, budgets):
+        log.warning(line)
+    ctx.summary.update(kernel_tokens_p50=lengths[len(lengths) // 2])
 
 
 sft_task = task(run_sft, name="sft", cache_policy=NO_CACHE)

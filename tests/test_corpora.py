@@ -74,3 +74,15 @@ def test_diverse_rft_keeps_distinct_correct_kernels_and_the_ablation_keeps_one()
     assert [(s.problem_id, s.verdict.speedup_vs_eager) for s in kept] == [("p", 3.0), ("p", 2.0), ("q", 1.0)]
     fastest = select_diverse(samples, max_per_problem=4, keep_fastest_only=True)
     assert [(s.problem_id, s.verdict.speedup_vs_eager) for s in fastest] == [("p", 3.0), ("q", 1.0)]
+
+
+def test_generation_budgets_that_would_cut_most_trained_kernels_short_are_named():
+    """The template teacher's kernels run ~1000 tokens at vocab 2048: a 400-token rollout budget cuts almost every
+    one short (nothing compiles, RL learns nothing), and the SFT stage says so for each stage that would."""
+    from training.sft import short_generation_budgets
+
+    kernels = [900 + i for i in range(100)]  # p90: 990
+    lines = short_generation_budgets(kernels, {"rft.generation.max_new_tokens": 400,
+                                               "evaluate.generation.max_new_tokens": 1024})
+    assert len(lines) == 1 and lines[0].startswith("rft.generation.max_new_tokens=400 is below") and "990" in lines[0]
+    assert short_generation_budgets([], {"rft.generation.max_new_tokens": 1}) == []

@@ -115,5 +115,18 @@ def total_steps(n_examples: int, batch_size: int, epochs: float) -> int:
     return max(1, math.ceil(math.ceil(n_examples / batch_size) * epochs))
 
 
+def short_generation_budgets(kernel_tokens: list[int], budgets: dict[str, int], share: float = 0.9) -> list[str]:
+    """The generation budgets (`<stage>.generation.max_new_tokens` -> tokens) below the `share` quantile of the
+    kernel completions the policy was trained on, each said in a line: such rollouts are mostly cut short, so they
+    neither compile nor teach anything."""
+    if not kernel_tokens:
+        return []
+    ordered = sorted(kernel_tokens)
+    needed = ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+    return [f"{name}={budget} is below what {share:.0%} of the trained kernels need ({needed} tokens with this "
+            f"tokenizer): raise it, or the vocabulary (sft.model.vocab_size) to shorten them"
+            for name, budget in budgets.items() if budget < needed]
+
+
 def as_examples(rows: list[dict[str, Any]]) -> list[SFTExample]:
     return [SFTExample(messages=r["messages"], completion=r["completion"]) for r in rows]
