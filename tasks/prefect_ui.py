@@ -61,9 +61,14 @@ def mlflow_run_link(experiment_id: str, mlflow_run_id: str) -> str:
     return f"{ui}/#/experiments/{experiment_id}/runs/{mlflow_run_id}"
 
 
+def artifact_key(run_id: str) -> str:
+    """Prefect artifact keys are lowercase letters, digits and dashes: `warmup_rl-1a2b` -> `warmup-rl-1a2b`."""
+    return run_id.lower().replace("_", "-")
+
+
 def publish_summary(stage: str, run_id: str, parent_ids: list[str], status: str, summary: dict[str, Any],
                     mlflow_link: str | None, error: str | None = None) -> None:
-    """A markdown artifact `<stage>-<run id>` on the flow run: status, lineage, summary, MLflow link."""
+    """A markdown artifact keyed by the run id (`artifact_key`) on the flow run: status, lineage, summary, MLflow link."""
     if _flow_run_context() is None:
         return
     from prefect import get_run_logger
@@ -78,7 +83,7 @@ def publish_summary(stage: str, run_id: str, parent_ids: list[str], status: str,
                 + (f"- error: {error[:1000]}\n" if error else "")
                 + (f"\n| summary | value |\n| --- | --- |\n{rows}\n" if rows else ""))
     with suppress(Exception):  # reporting never fails a stage
-        create_markdown_artifact(markdown, key=f"{stage}-{run_id}".lower().replace("_", "-"),
+        create_markdown_artifact(markdown, key=artifact_key(run_id),
                                  description=f"{stage} stage run {run_id}")
         get_run_logger().info("%s %s %s: %s", stage, run_id, status,
                               json.dumps({k: v for k, v in summary.items() if not isinstance(v, dict)},

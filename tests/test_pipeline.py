@@ -309,7 +309,7 @@ def test_a_stage_flow_run_shows_its_stage_run_in_prefect(demo):
 
     runs, _, overrides, _ = demo
     run_id = stage(name="hints", from_run=runs["synthesize"], overrides=overrides)
-    key = f"hints-{run_id}"
+    key = run_id  # a run id starts with its stage; `warmup_rl-...` would be `warmup-rl-...`
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
         assert len(artifacts) == 1
