@@ -222,6 +222,12 @@ class ModelConfig(StrictModel):
     init_from: str | None = Field(None, description="path of a pretrained HF model instead of a tiny one")
 
 
+class DistributedConfig(StrictModel):
+    """Data-parallel training: ranks started by the stage itself (training/distributed.py says why this launcher)."""
+    processes: int = Field(1, ge=0, description="training ranks for sft and rft (one per GPU on cuda; 0 = every "
+                                                "visible GPU; several CPU ranks on gloo); the RL stages run one")
+
+
 class SFTConfig(StrictModel):
     model: ModelConfig = ModelConfig()
     epochs: float = Field(50, gt=0)
@@ -409,6 +415,7 @@ class PipelineConfig(StrictModel):
     home: str = Field(".kerneldojo", description="warehouse, MLflow store, caches and artifacts")
     seed: int = 0
     device: Literal["cpu", "cuda", "auto"] = "cpu"
+    distributed: DistributedConfig = DistributedConfig()
     verifier: VerifierConfig = VerifierConfig()
     reward: RewardConfig = RewardConfig()
     synthesize: SynthesizeConfig = SynthesizeConfig()
@@ -435,7 +442,7 @@ class PipelineConfig(StrictModel):
         """What a stage run records as its config: its own section plus the shared sections."""
         if stage not in STAGES:
             raise ConfigError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-        shared = {"seed": self.seed, "device": self.device, "verifier": self.verifier.model_dump(),
+        shared = {"seed": self.seed, "device": self.device, "distributed": self.distributed.model_dump(), "verifier": self.verifier.model_dump(),
                   "reward": self.reward.model_dump()}
         return {stage: getattr(self, stage).model_dump(), **shared}
 

@@ -43,6 +43,7 @@ def run_rft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
         with progress_bar("rft steps", total_steps(len(examples), cfg.batch_size, cfg.epochs)) as advance:
             result = train_sft(model, tokenizer, examples, epochs=cfg.epochs, learning_rate=cfg.learning_rate,
                                batch_size=cfg.batch_size, max_length=cfg.max_length, seed=config.seed,
+                               processes=config.distributed.processes,
                                on_metrics=lambda m, s: ctx.mlflow.log_metrics(lm_metrics(m), s),
                                on_step=advance)
         ctx.save_policy(model, tokenizer, result.steps)

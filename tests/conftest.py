@@ -16,6 +16,8 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
 os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.pop("MLFLOW_TRACKING_URI", None)
+# Ray reads its authentication mode once per process; its local clusters use tokens (and so does the cluster test)
+os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.pop("KERNELDOJO_HOME", None)
 
 import pytest  # noqa: E402

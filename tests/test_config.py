@@ -47,7 +47,7 @@ def test_overrides_apply_and_validate():
 def test_stage_config_holds_the_stage_and_shared_sections():
     cfg = PipelineConfig()
     resolved = cfg.stage_config("rft")
-    assert set(resolved) == {"rft", "seed", "device", "verifier", "reward"}
+    assert set(resolved) == {"rft", "seed", "device", "distributed", "verifier", "reward"}
     with pytest.raises(ConfigError, match="unknown stage"):
         cfg.stage_config("pretrain")
 
@@ -63,9 +63,15 @@ def test_prefect_yaml_declares_the_pipeline_and_every_stage():
     spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     deployments = spec["deployments"]
     pipeline = [d for d in deployments if d["entrypoint"] == "flows/pipeline.py:pipeline"]
-    assert len(pipeline) == 1 and pipeline[0]["schedules"][0]["cron"]
-    staged = {d["parameters"]["name"] for d in deployments if d["entrypoint"] == "flows/stages.py:stage"}
+    assert [d["name"] for d in pipeline if d.get("schedules")] == ["pipeline-nightly"]
+    assert pipeline[0]["schedules"][0]["cron"]
+    staged = {d["parameters"]["name"] for d in deployments
+              if d["entrypoint"] == "flows/stages.py:stage" and d["name"].startswith("stage-")}
     assert staged == set(STAGES)
+    assert spec["pull"] == [{"flows.worker_steps.enter_code_dir": {}}]  # the worker's checkout, not the deployer's
+    gpu = [d for d in deployments if d["name"].startswith("gpu-")]
+    assert gpu and all(d["work_pool"]["name"] == "gpu-h200" and "gpu" in d["tags"] for d in gpu)
+    assert all("CUDA_VISIBLE_DEVICES" not in d["work_pool"]["job_variables"]["env"] for d in gpu)  # the worker's
     for d in deployments:  # every deployment's config loads, and its flow takes its parameters
         load_config(ROOT / d["parameters"]["config_path"])
         path, name = d["entrypoint"].split(":")

@@ -186,6 +186,26 @@ def test_rerun_one_stage_from_an_earlier_run(demo):
     assert listing.exit_code == 0 and new_id in listing.output and runs["rft"] in listing.output
 
 
+def test_the_sft_stage_trains_in_ranks_it_starts_itself(demo):
+    """distributed.processes=2: the stage starts two gloo ranks; its MLflow run gets every step's loss from rank 0,
+    and the policy it saves holds the ranks' trained weights."""
+    from training.model import build_model, load_policy
+
+    runs, config, overrides, wh = demo
+    run_id = stage(name="sft", from_run=runs["distill"],
+                   overrides=[*overrides, "distributed.processes=2", "sft.epochs=2"])
+    run = wh.stage_run(run_id)
+    assert run.status.value == "succeeded" and run.config["distributed"]["processes"] == 2
+    steps = wh.summary(run_id)["steps"]
+    client = MlflowClient(default_tracking_uri(Home.of(config).root))
+    history = sorted(client.get_metric_history(run.mlflow_run_id, "lm/loss"), key=lambda m: m.step)
+    assert [m.step for m in history] == list(range(1, steps + 1))
+    assert history[-1].value < history[0].value
+    trained, tokenizer = load_policy(wh.checkpoint(run_id))
+    initial = build_model(config.sft.model, tokenizer, config.seed)  # what the stage started the ranks from
+    assert any(not torch.equal(a, b) for a, b in zip(trained.state_dict().values(), initial.state_dict().values()))
+
+
 def test_a_crashing_stage_is_marked_failed_and_not_built_upon(demo):
     runs, _, overrides, wh = demo
     with pytest.raises(ValueError, match="fits in max_length"):

@@ -10,10 +10,14 @@ import math
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
+
+from training.distributed import DistributedError, RankEvents, check_world, collective_backend, launch, rank_info
+from training.model import load_policy, save_policy
 
 IGNORE_INDEX = -100
 MetricsCallback = Callable[[dict[str, float], int], None]
@@ -85,30 +89,83 @@ class SFTResult:
 
 
 def train_sft(model, tokenizer, examples: list[SFTExample], *, epochs: float, learning_rate: float,
-              batch_size: int, max_length: int, warmup_ratio: float = 0.0, seed: int = 0,
+              batch_size: int, max_length: int, warmup_ratio: float = 0.0, seed: int = 0, processes: int = 1,
               on_metrics: MetricsCallback | None = None, on_step: Callable[[], None] | None = None) -> SFTResult:
+    """Train `model` in place. `batch_size` is the global batch: with `processes` > 1 the model trains in that many
+    data-parallel ranks (HF Trainer's DDP; each rank `batch_size / processes` examples a step) and comes back
+    with their weights, so the same settings give the same steps at any number of ranks."""
     encoded = [e for e in (encode_example(tokenizer, ex, max_length) for ex in examples) if e is not None]
     if not encoded:
         raise ValueError(f"none of the {len(examples)} SFT examples fits in max_length={max_length}")
-    use_cpu = next(model.parameters()).device.type == "cpu"
+    device = next(model.parameters()).device.type
+    job = dict(encoded=encoded, epochs=epochs, learning_rate=learning_rate, batch_size=batch_size,
+               warmup_ratio=warmup_ratio, seed=seed, device=device, pad_token_id=tokenizer.pad_token_id)
+    if processes > 1:
+        steps, final_loss = _train_in_ranks(model, tokenizer, job, processes, on_metrics, on_step)
+    else:
+        steps, final_loss = _train_here(model, job, 1, on_metrics, on_step)
+    return SFTResult(steps=steps, final_loss=final_loss, examples_used=len(encoded),
+                     examples_skipped=len(examples) - len(encoded))
+
+
+def _train_here(model, job: dict[str, Any], world_size: int, on_metrics: MetricsCallback | None,
+                on_step: Callable[[], None] | None) -> tuple[int, float]:
+    """HF Trainer on this process; in a rank of a launched world, Trainer's DDP over `world_size` ranks."""
+    use_cpu = job["device"] == "cpu"
+    per_rank_batch = job["batch_size"] // world_size
     with tempfile.TemporaryDirectory(prefix="kd-sft-") as tmp:
         args = TrainingArguments(
-            output_dir=tmp, num_train_epochs=epochs, learning_rate=learning_rate,
-            per_device_train_batch_size=batch_size, lr_scheduler_type="cosine",
-            warmup_steps=int(warmup_ratio * total_steps(len(encoded), batch_size, epochs)),
-            logging_steps=1, save_strategy="no", report_to="none", use_cpu=use_cpu, seed=seed,
+            output_dir=tmp, num_train_epochs=job["epochs"], learning_rate=job["learning_rate"],
+            per_device_train_batch_size=per_rank_batch, lr_scheduler_type="cosine",
+            warmup_steps=int(job["warmup_ratio"] * total_steps(len(job["encoded"]), job["batch_size"], job["epochs"])),
+            logging_steps=1, save_strategy="no", report_to="none", use_cpu=use_cpu, seed=job["seed"],
             dataloader_num_workers=0, disable_tqdm=True, remove_unused_columns=False, weight_decay=0.0,
-            **_LENGTH_GROUPING,
+            **_LENGTH_GROUPING, **({"ddp_backend": collective_backend(job["device"])} if world_size > 1 else {}),
             bf16=not use_cpu and torch.cuda.is_bf16_supported(),
         )
-        trainer = Trainer(model=model, args=args, train_dataset=encoded,
-                          data_collator=PadCollator(tokenizer.pad_token_id),
+        trainer = Trainer(model=model, args=args, train_dataset=job["encoded"],
+                          data_collator=PadCollator(job["pad_token_id"]),
                           callbacks=[_ReportCallback(on_metrics, on_step)])
         trainer.remove_callback(PrinterCallback)  # metrics go to on_metrics (MLflow), not to stdout
         output = trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    return SFTResult(steps=output.global_step, final_loss=losses[-1] if losses else math.nan,
-                     examples_used=len(encoded), examples_skipped=len(examples) - len(encoded))
+    return output.global_step, losses[-1] if losses else math.nan
+
+
+def _train_in_ranks(model, tokenizer, job: dict[str, Any], processes: int, on_metrics: MetricsCallback | None,
+                    on_step: Callable[[], None] | None) -> tuple[int, float]:
+    processes = check_world(processes, job["device"])
+    if job["batch_size"] % processes:
+        raise DistributedError(f"a batch of {job['batch_size']} does not split over {processes} ranks: make the "
+                               "batch size a multiple of distributed.processes")
+
+    def on_event(event: tuple) -> None:
+        if event[0] == "metrics" and on_metrics:
+            on_metrics(event[1], event[2])
+        elif event[0] == "step" and on_step:
+            on_step()
+
+    with tempfile.TemporaryDirectory(prefix="kd-sft-ranks-") as tmp:
+        start, trained = Path(tmp) / "start", Path(tmp) / "trained"
+        save_policy(model, tokenizer, start)
+        results = launch(_sft_rank, (job, str(start), str(trained)), processes, on_event)
+        weights, _ = load_policy(trained, "cpu")
+        model.load_state_dict(weights.state_dict())
+    return results[0]
+
+
+def _sft_rank(job: dict[str, Any], start: str, trained: str, events: RankEvents) -> tuple[int, float]:
+    """One rank of `_train_in_ranks`: the starting weights, its shard of every batch (DDP averages the gradients),
+    and from rank 0 the metrics (Trainer's logged loss is already the mean over ranks) and the trained weights."""
+    me = rank_info()
+    model, tokenizer = load_policy(start, "cpu")  # Trainer places it on this rank's device
+    report = me.is_main
+    steps, final_loss = _train_here(model, job, me.world_size,
+                                    (lambda metrics, step: events.send("metrics", metrics, step)) if report else None,
+                                    (lambda: events.send("step")) if report else None)
+    if me.is_main:
+        save_policy(model, tokenizer, trained)
+    return steps, final_loss
 
 
 def total_steps(n_examples: int, batch_size: int, epochs: float) -> int:

@@ -2,7 +2,10 @@
 
 Each Ray actor owns one `Judge` (one sandbox at a time; `num_gpus=1` per actor on cuda),
 so a cluster of GPU hosts judges candidates exactly as the local pool does. The verdict
-cache is checked on the driver; build caches live in each node's `cache_dir`.
+cache is checked on the driver; build caches live in each node's `cache_dir` (one path on a
+shared filesystem shares them). A worker that dies mid-candidate loses no verdict: Ray restarts
+its actor and runs the call again (`max_restarts`, `max_task_retries`); a candidate whose worker
+dies every time is a harness error for the batch, never a verdict.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class _JudgeActor:
         self.judge.close()
 
 
+TASK_RETRIES = 2  # a call whose actor died is run again on the restarted actor this many times
+
+
 class RayVerifierPool(VerifierPool):
     """Judges on Ray actors, one per CPU (cpu) or GPU (cuda) unless `verifier.workers` says otherwise."""
 
@@ -57,7 +63,8 @@ class RayVerifierPool(VerifierPool):
             ray.init(address=address, include_dashboard=False, log_to_driver=False)
         gpu = config.backend == "cuda"
         self.workers = config.workers or max(1, int(ray.cluster_resources().get("GPU" if gpu else "CPU", 1)))
-        actor = ray.remote(num_cpus=1, num_gpus=1 if gpu else 0)(_JudgeActor)
+        actor = ray.remote(num_cpus=1, num_gpus=1 if gpu else 0, max_restarts=-1,
+                           max_task_retries=TASK_RETRIES)(_JudgeActor)
         self._actors = [actor.remote(config.model_dump_json(), str(self.cache_dir), base_seed)
                         for _ in range(self.workers)]
         self._pool = ActorPool(self._actors)
@@ -71,7 +78,12 @@ class RayVerifierPool(VerifierPool):
 
     def _completed(self, handles: list) -> Iterator[Verdict]:
         for _ in handles:
-            yield Verdict.model_validate_json(self._pool.get_next_unordered())
+            try:
+                payload = self._pool.get_next_unordered()
+            except self._ray.exceptions.RayActorError as exc:
+                raise RuntimeError(f"a verifier worker died {TASK_RETRIES + 1} times judging one candidate (the "
+                                   f"verdicts before it are cached: re-running the stage keeps them): {exc}") from None
+            yield Verdict.model_validate_json(payload)
 
     def close(self) -> None:
         try:  # the judges stop their spare sandboxes and remove their homes; then the actors go

@@ -1,0 +1,131 @@
+"""Data-parallel training in several processes, started from inside a stage by torch's elastic launcher.
+
+Why torch's elastic launcher (`torch.distributed.launcher.api.elastic_launch`), not the `torchrun`/`deepspeed`
+command lines or Ray Train: a stage is one Prefect task, one Python call that returns a run id or raises. The
+elastic launcher is such a call: it starts the ranks as children of the stage's process with the environment
+every distributed library reads (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: HF Trainer, DDP and
+DeepSpeed's engine work in them as under their own launchers), watches them, stops them all when one dies and
+raises with that rank's traceback, so Prefect's retries, timeouts and states apply to the whole world. The stage's
+process keeps what is single by nature (the warehouse, MLflow, the verification pool, the progress bar); ranks
+report to it through a queue (`RankEvents`). Ray Train would add a cluster to start and a second scheduler under
+Prefect's; the CLI launchers would need a shell between the task and its ranks and lose the return value.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+EventHandler = Callable[[tuple], None]
+
+
+class DistributedError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    rank: int
+    local_rank: int
+    world_size: int
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def rank_info() -> RankInfo:
+    """This process's place in the world (a world of one outside a launch)."""
+    return RankInfo(int(os.environ.get("RANK", 0)), int(os.environ.get("LOCAL_RANK", 0)),
+                    int(os.environ.get("WORLD_SIZE", 1)))
+
+
+def collective_backend(device: str) -> str:
+    return "nccl" if device.startswith("cuda") else "gloo"
+
+
+def check_world(processes: int, device: str) -> int:
+    """The number of ranks to start: `processes`, or one per visible GPU when 0; one clear error when it cannot be."""
+    if processes < 0:
+        raise DistributedError(f"distributed.processes={processes}: give a number of ranks, or 0 for one per GPU")
+    gpus = torch.cuda.device_count() if device.startswith("cuda") else 0
+    if processes == 0:
+        if not gpus:
+            raise DistributedError("distributed.processes=0 means one rank per GPU, and no GPU is visible here")
+        return gpus
+    if device.startswith("cuda") and processes > gpus:
+        raise DistributedError(f"distributed.processes={processes} ranks on {gpus} visible GPU(s): one rank per GPU")
+    return processes
+
+
+class RankEvents:
+    """Ranks -> the stage's process: small tuples (metrics, progress) through a manager queue, handed to the
+    stage's handler on a thread of its own while the ranks run."""
+
+    def __init__(self, queue_proxy):
+        self._queue = queue_proxy
+
+    def send(self, *event: Any) -> None:
+        self._queue.put(event)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def launch(entry: Callable[..., Any], args: tuple, processes: int, on_event: EventHandler | None = None) -> list[Any]:
+    """Run `entry(*args, events)` in `processes` ranks on this machine; returns each rank's return value, by rank.
+    A failing rank stops the others and raises `DistributedError` with its error and traceback."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=processes, run_id=uuid.uuid4().hex[:12],
+                          rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{_free_port()}", max_restarts=0,
+                          monitor_interval=0.5, start_method="spawn")
+    with multiprocessing.get_context("spawn").Manager() as manager:
+        channel = manager.Queue()
+        stop = threading.Event()
+
+        def pump() -> None:
+            while True:
+                try:
+                    event = channel.get(timeout=0.2)
+                except queue.Empty:
+                    if stop.is_set():
+                        return
+                    continue
+                except (EOFError, OSError):
+                    return
+                if on_event is not None:
+                    on_event(event)
+
+        reader = threading.Thread(target=pump, name="rank-events", daemon=True)
+        reader.start()
+        try:
+            results = elastic_launch(config, entry)(*args, RankEvents(channel))
+        except ChildFailedError as exc:
+            raise DistributedError(_first_failure(exc)) from None
+        finally:
+            stop.set()
+            reader.join()
+    return [results[rank] for rank in sorted(results)]
+
+
+def _first_failure(exc) -> str:
+    rank, failure = min(exc.failures.items())
+    message = failure.message
+    if isinstance(message, dict):
+        trace = message.get("extraInfo", {}).get("py_callstack", "")
+        message = message.get("message", "") + (f"\n{trace}" if trace else "")
+    return f"training rank {rank} failed (exit code {failure.exitcode}): {message}"
