@@ -224,8 +224,8 @@ class ModelConfig(StrictModel):
 
 class DistributedConfig(StrictModel):
     """Data-parallel training: ranks started by the stage itself (training/distributed.py says why this launcher)."""
-    processes: int = Field(1, ge=0, description="training ranks for sft and rft (one per GPU on cuda; 0 = every "
-                                                "visible GPU; several CPU ranks on gloo); the RL stages run one")
+    processes: int = Field(1, ge=0, description="training ranks for sft, rft, warmup_rl and leap_rl (one per GPU on "
+                                                "cuda; 0 = every visible GPU; several CPU ranks on gloo)")
 
 
 class SFTConfig(StrictModel):

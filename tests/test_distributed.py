@@ -76,3 +76,56 @@ def test_worlds_that_cannot_be_are_one_clear_error():
     with pytest.raises(DistributedError, match="a batch of 3 does not split over 2 ranks"):
         train_sft(model, tokenizer, model_examples, epochs=1, learning_rate=1e-3, batch_size=3, max_length=256,
                   processes=2)
+
+
+def _ppo_setup():
+    from schemas import load_config
+
+    config = load_config(None, ["leap_rl.kl_coef=0.5", "leap_rl.ppo_epochs=2", "leap_rl.loss_agg=token-mean",
+                                "leap_rl.micro_batch_size=2",
+                                "leap_rl.mini_batch_size=0", "leap_rl.learning_rate=1e-2"]).leap_rl
+    generator = torch.Generator().manual_seed(3)
+    sequences = [torch.randint(1, 300, (int(n),), generator=generator).tolist() for n in (9, 14, 6, 11, 12, 7, 10, 8)]
+    advantages = [torch.randn(len(s), generator=generator) for s in sequences]
+    masks = [torch.arange(len(s)) >= 3 for s in sequences]  # a prompt of 3 tokens
+    return config, sequences, advantages, masks
+
+
+def _ppo_model():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    return Qwen2ForCausalLM(Qwen2Config(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                        num_attention_heads=2, num_key_value_heads=1))
+
+
+def _ppo_rank(events):
+    from training.distributed import rank_info
+    from training.rl import PolicyTrainer
+
+    torch.distributed.init_process_group("gloo")
+    me = rank_info()
+    config, sequences, advantages, masks = _ppo_setup()
+    share = len(sequences) // me.world_size
+    mine = slice(me.rank * share, (me.rank + 1) * share)
+    trainer = PolicyTrainer(_ppo_model(), config, pad_token_id=0)
+    stats = trainer.update(sequences[mine], advantages[mine], masks[mine])
+    return stats, ({k: v.clone() for k, v in trainer.model.state_dict().items()} if me.is_main else None)
+
+
+def test_a_ppo_update_on_two_ranks_is_one_process_update_on_the_whole_batch():
+    """Each rank holds half the rollouts (of different lengths, token-mean loss, a KL term, two PPO epochs): the normaliser summed
+    over ranks and DDP's averaged gradients move the weights as one process does on all of them."""
+    from training.rl import PolicyTrainer, merge_ppo_stats
+
+    config, sequences, advantages, masks = _ppo_setup()
+    one = PolicyTrainer(_ppo_model(), config, pad_token_id=0)
+    one_stats = one.update(sequences, advantages, masks)
+    (stats0, weights), (stats1, _) = launch(_ppo_rank, (), 2)
+    merged = merge_ppo_stats([stats0, stats1])
+    assert merged["loss"] == pytest.approx(one_stats["loss"], rel=1e-4, abs=1e-6)
+    assert merged["optimizer_steps"] == one_stats["optimizer_steps"] == 2  # one per PPO epoch
+    for name, tensor in one.model.state_dict().items():
+        if name.endswith("k_proj.bias"):  # its gradient is zero (softmax ignores a shift) and Adam steps on the noise
+            continue
+        torch.testing.assert_close(weights[name], tensor, rtol=1e-4, atol=1e-6, msg=name)

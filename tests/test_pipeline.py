@@ -206,6 +206,39 @@ def test_the_sft_stage_trains_in_ranks_it_starts_itself(demo):
     assert any(not torch.equal(a, b) for a, b in zip(trained.state_dict().values(), initial.state_dict().values()))
 
 
+def test_leap_rl_trains_in_two_ranks_and_records_every_rollout_once(demo):
+    """distributed.processes=2: each rank samples whole groups of the step and trains on them; the stage plans,
+    verifies and records. Every rollout is recorded once, every group whole, every step logged and checkpointed,
+    and a checkpoint of two ranks resumes in one process."""
+    from training.checkpoint import load_rl_state
+    from training.model import load_policy
+    from training.rl import PolicyTrainer
+
+    runs, config, overrides, wh = demo
+    steps, prompts = 2, 2
+    run_id = stage(name="leap_rl", from_run=runs["warmup_rl"],
+                   overrides=[*overrides, "distributed.processes=2", f"leap_rl.steps={steps}",
+                              f"leap_rl.prompts_per_step={prompts}", "leap_rl.checkpoint_every=1"])
+    run = wh.stage_run(run_id)
+    group_size = config.leap_rl.group_size
+    assert run.status.value == "succeeded" and wh.summary(run_id)["processes"] == 2
+    rows = wh.trajectory_rows(run_id)
+    assert len({r["id"] for r in rows}) == len(rows) == steps * prompts * group_size  # none lost, none twice
+    for step in range(steps):
+        groups: dict[str, list[int]] = defaultdict(list)
+        for r in rows:
+            if r["step"] == step:
+                groups[r["group_id"]].append(r["rollout_index"])
+        assert len(groups) == prompts and all(sorted(v) == list(range(group_size)) for v in groups.values())
+    client = MlflowClient(default_tracking_uri(Home.of(config).root))
+    assert sorted(m.step for m in client.get_metric_history(run.mlflow_run_id, "pass_rate/turn_1")) == [0, 1]
+    assert wh.count("verdicts", run_id) > 0  # the ranks' candidates were judged and recorded by the stage
+    last = wh.latest_checkpoint(run_id, prefix="step-")
+    assert last is not None and last.name == f"step-{steps - 1:05d}" and load_rl_state(last)[1].step == steps - 1
+    model, tokenizer = load_policy(last / "policy")
+    PolicyTrainer(model, config.leap_rl, tokenizer.pad_token_id).load(last / "trainer")  # resumable in one process
+
+
 def test_a_crashing_stage_is_marked_failed_and_not_built_upon(demo):
     runs, _, overrides, wh = demo
     with pytest.raises(ValueError, match="fits in max_length"):

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from training.model import load_policy, save_policy
+from training.model import save_policy
 
 
 @dataclass
@@ -24,12 +24,17 @@ class RLState:
     composition: dict[str, int] = field(default_factory=dict)
 
 
-def save_rl_checkpoint(path: Path, model, tokenizer, trainer, rng: random.Random, state: RLState) -> Path:
+def staging_dir(path: Path) -> Path:
+    """The folder a checkpoint is written into before `finish_rl_checkpoint` renames it to `path`."""
     tmp = path.with_name(path.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    save_policy(model, tokenizer, tmp / "policy")
-    trainer.save(tmp / "trainer")
+    return tmp
+
+
+def finish_rl_checkpoint(path: Path, rng: random.Random, state: RLState) -> Path:
+    """Add the RNG states and the run state to the staged policy and trainer, then put it at `path` in one rename."""
+    tmp = path.with_name(path.name + ".partial")
     torch.save({"torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
                 "python_rng": rng.getstate()}, tmp / "trainer.pt")
@@ -41,14 +46,19 @@ def save_rl_checkpoint(path: Path, model, tokenizer, trainer, rng: random.Random
     return path
 
 
-def load_rl_checkpoint(path: Path, device: str):
-    """(model, tokenizer, trainer directory for `PolicyTrainer.load`, python RNG state, RLState); restores
-    torch RNG as a side effect."""
-    model, tokenizer = load_policy(path / "policy", device)
+def save_rl_checkpoint(path: Path, model, tokenizer, trainer, rng: random.Random, state: RLState) -> Path:
+    tmp = staging_dir(path)
+    save_policy(model, tokenizer, tmp / "policy")
+    trainer.save(tmp / "trainer")
+    return finish_rl_checkpoint(path, rng, state)
+
+
+def load_rl_state(path: Path) -> tuple[Any, RLState]:
+    """(python RNG state, RLState) of a checkpoint; restores torch RNG as a side effect."""
     blob = torch.load(path / "trainer.pt", weights_only=False)  # our own file: RNG states are tuples
     torch.set_rng_state(blob["torch_rng"])
     if blob["cuda_rng"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(blob["cuda_rng"])
     raw = json.loads((path / "state.json").read_text())
-    state = RLState(step=raw["step"], buffer=raw["buffer"], history=raw["history"], composition=raw["composition"])
-    return model, tokenizer, path / "trainer", blob["python_rng"], state
+    return blob["python_rng"], RLState(step=raw["step"], buffer=raw["buffer"], history=raw["history"],
+                                       composition=raw["composition"])

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 EventHandler = Callable[[tuple], None]
+RequestHandler = Callable[[str, tuple, int], Any]
 
 
 class DistributedError(RuntimeError):
@@ -68,14 +69,25 @@ def check_world(processes: int, device: str) -> int:
 
 
 class RankEvents:
-    """Ranks -> the stage's process: small tuples (metrics, progress) through a manager queue, handed to the
-    stage's handler on a thread of its own while the ranks run."""
+    """Ranks <-> the stage's process, through manager queues: `send` a small event (metrics, progress), or make a
+    `request` (verify these candidates, plan this step, record this result) and wait for the stage's answer.
+    The stage handles events on a thread of its own and requests on a pool of threads, one request per rank at
+    a time."""
 
-    def __init__(self, queue_proxy):
-        self._queue = queue_proxy
+    def __init__(self, channel, replies: list):
+        self._channel = channel
+        self._replies = replies
 
     def send(self, *event: Any) -> None:
-        self._queue.put(event)
+        self._channel.put(("event", event))
+
+    def request(self, kind: str, *payload: Any) -> Any:
+        rank = rank_info().rank
+        self._channel.put(("request", rank, kind, payload))
+        ok, value = self._replies[rank].get()
+        if not ok:
+            raise DistributedError(f"the stage could not serve {kind!r}: {value}")
+        return value
 
 
 def _free_port() -> int:
@@ -84,37 +96,60 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def launch(entry: Callable[..., Any], args: tuple, processes: int, on_event: EventHandler | None = None) -> list[Any]:
+def launch(entry: Callable[..., Any], args: tuple, processes: int, on_event: EventHandler | None = None,
+           on_request: RequestHandler | None = None) -> list[Any]:
     """Run `entry(*args, events)` in `processes` ranks on this machine; returns each rank's return value, by rank.
-    A failing rank stops the others and raises `DistributedError` with its error and traceback."""
+    `on_event(event)` takes the ranks' events, `on_request(kind, payload, rank)` answers their requests. A failing
+    rank stops the others and raises `DistributedError` with its error and traceback; a failing request handler
+    fails its rank and is raised here as itself."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
     config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=processes, run_id=uuid.uuid4().hex[:12],
                           rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{_free_port()}", max_restarts=0,
                           monitor_interval=0.5, start_method="spawn")
-    with multiprocessing.get_context("spawn").Manager() as manager:
+    handler_errors: list[BaseException] = []
+    with multiprocessing.get_context("spawn").Manager() as manager, \
+            ThreadPoolExecutor(max_workers=processes, thread_name_prefix="rank-requests") as serving:
         channel = manager.Queue()
+        replies = [manager.Queue() for _ in range(processes)]
         stop = threading.Event()
+
+        def serve(rank: int, kind: str, payload: tuple) -> None:
+            try:
+                answer = (True, on_request(kind, payload, rank))
+            except BaseException as exc:  # the rank fails with it; the stage raises it as itself
+                handler_errors.append(exc)
+                answer = (False, f"{type(exc).__name__}: {exc}")
+            replies[rank].put(answer)
 
         def pump() -> None:
             while True:
                 try:
-                    event = channel.get(timeout=0.2)
+                    message = channel.get(timeout=0.2)
                 except queue.Empty:
                     if stop.is_set():
                         return
                     continue
                 except (EOFError, OSError):
                     return
-                if on_event is not None:
-                    on_event(event)
+                if message[0] == "request":
+                    if on_request is None:
+                        replies[message[1]].put((False, "this stage answers no requests"))
+                    else:
+                        serving.submit(serve, *message[1:])
+                elif on_event is not None:
+                    on_event(message[1])
 
         reader = threading.Thread(target=pump, name="rank-events", daemon=True)
         reader.start()
         try:
-            results = elastic_launch(config, entry)(*args, RankEvents(channel))
+            results = elastic_launch(config, entry)(*args, RankEvents(channel, replies))
         except ChildFailedError as exc:
+            if handler_errors:
+                raise handler_errors[0]
             raise DistributedError(_first_failure(exc)) from None
         finally:
             stop.set()

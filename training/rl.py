@@ -39,14 +39,33 @@ from verifier.reward import correctness_first_reward
 
 
 # -- optimiser backends --------------------------------------------------------------------
+def world_size() -> int:
+    """Ranks training this policy together (1 outside a launched world)."""
+    dist = torch.distributed
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
 class _TorchBackend:
+    """AdamW on the model; in a world of several ranks the training forwards go through DDP, which averages the
+    gradients of every backward (all but the mini-batch's last skip the all-reduce: `no_sync`)."""
+
     def __init__(self, model, config: PolicyOptimConfig):
         self.model = self.training_forward = model
+        if world_size() > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            on_gpu = next(model.parameters()).device.type == "cuda"
+            self.training_forward = DistributedDataParallel(
+                model, device_ids=[next(model.parameters()).device] if on_gpu else None)
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
         self.grad_clip = config.grad_clip
 
     def backward(self, loss: torch.Tensor, last: bool) -> None:
-        loss.backward()
+        if last or self.training_forward is self.model:
+            loss.backward()
+        else:
+            with self.training_forward.no_sync():
+                loss.backward()
 
     def step(self) -> None:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.grad_clip)
@@ -180,7 +199,10 @@ class PolicyTrainer:
                     dropped += 1
         stats = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "kl": 0.0, "optimizer_steps": 0.0}
         micro_batches = 0
-        mini = cfg.mini_batch_size or len(sequences)
+        ranks = world_size()
+        # a rank holds 1/ranks of the batch: its share of each mini-batch, and the mini-batch's normaliser summed
+        # over ranks, so the gradients the ranks average are one process's on the whole batch (times `ranks`)
+        mini = cfg.mini_batch_size // ranks if cfg.mini_batch_size else len(sequences)
         self.model.train()
         for _ in range(cfg.ppo_epochs):
             for m_start in range(0, len(sequences), mini):
@@ -189,6 +211,7 @@ class PolicyTrainer:
                     normalizer = float(sum(masks[i].sum() for i in members)) or 1.0
                 else:
                     normalizer = float(sum(bool(masks[i].sum() > 0) for i in members)) or 1.0
+                normalizer = self._summed_over_ranks(normalizer) if ranks > 1 else normalizer
                 for start in range(0, len(members), cfg.micro_batch_size):
                     chunk = members[start:start + cfg.micro_batch_size]
                     logp = self.token_logprobs(self.backend.training_forward, [sequences[i] for i in chunk])
@@ -203,9 +226,9 @@ class PolicyTrainer:
                                                            cfg.clip_low, cfg.clip_high, cfg.loss_agg, normalizer)
                     if ref is not None:
                         kl = (k3_kl(logp, padded([ref[i] for i in chunk])) * mask).sum() / mask.sum().clamp(min=1.0)
-                        loss = loss + cfg.kl_coef * kl * len(chunk) / len(members)
+                        loss = loss + cfg.kl_coef * kl * len(chunk) / (len(members) * ranks)
                         stats["kl"] += kl.item()
-                    self.backend.backward(loss, last=start + cfg.micro_batch_size >= len(members))
+                    self.backend.backward(loss * ranks, last=start + cfg.micro_batch_size >= len(members))
                     stats["loss"] += loss.item()
                     stats["clip_frac"] += info["clip_frac"]
                     stats["approx_kl"] += info["approx_kl"]
@@ -219,10 +242,21 @@ class PolicyTrainer:
         out["mirrorpop_mask_rate"] = dropped / max(len(sequences), 1)
         return out
 
+    def _summed_over_ranks(self, value: float) -> float:
+        dist = torch.distributed
+        on = self.device if dist.get_backend() == "nccl" else "cpu"
+        total = torch.tensor([value], dtype=torch.float64, device=on)
+        dist.all_reduce(total)
+        return float(total.item()) or 1.0
+
     def save(self, directory: Path) -> None:
-        """Optimizer state (the backend's own format) and the update counter, into `directory`."""
-        self.backend.save(directory / "optimizer")
-        (directory / "trainer.json").write_text(json.dumps({"updates": self.updates}))
+        """Optimizer state (the backend's own format) and the update counter, into `directory`. In a world of ranks
+        every rank calls it (DeepSpeed writes each rank's partition); DDP's state is rank 0's."""
+        rank = torch.distributed.get_rank() if world_size() > 1 else 0
+        if rank == 0 or isinstance(self.backend, _DeepSpeedBackend):
+            self.backend.save(directory / "optimizer")
+        if rank == 0:
+            (directory / "trainer.json").write_text(json.dumps({"updates": self.updates}))
 
     def load(self, directory: Path) -> None:
         """Resume from `save`; the policy's weights must already be the checkpoint's."""
@@ -336,31 +370,121 @@ def _timed(verify: VerifyBatch, times: dict[str, float]) -> VerifyBatch:
     return wrapped
 
 
-def _time_split(t0: float, t1: float, t2: float, times: dict[str, float]) -> dict[str, float]:
-    return {"time/verify": times.get("verify", 0.0), "time/generate": (t1 - t0) - times.get("verify", 0.0),
-            "time/train": t2 - t1}
+@dataclass
+class Sampled:
+    """One step's rollouts, rewards (n_groups, G), advantages and ranks, and the seconds they took. Groups are whole
+    here: a data-parallel rank samples whole groups, so the reward and the DCP gate see every rollout of a group."""
+    rollouts: list[Rollout]
+    rewards: torch.Tensor
+    advantages: torch.Tensor
+    ranks: list[int | None]
+    verify_seconds: float
+    generate_seconds: float
+
+
+def _sampled(rollouts, rewards, advantages, ranks, started: float, times: dict[str, float]) -> Sampled:
+    verify_seconds = times.get("verify", 0.0)
+    return Sampled(rollouts, rewards, advantages, ranks, verify_seconds,
+                   time.perf_counter() - started - verify_seconds)
+
+
+def merge_sampled(parts: list[Sampled]) -> Sampled:
+    """The ranks' samples as one step's, groups renumbered in rank order (what one process sampling every task in
+    that order makes); seconds are the slowest rank's."""
+    rollouts, offset = [], 0
+    for part in parts:
+        for r in part.rollouts:
+            r.group += offset
+        rollouts += part.rollouts
+        offset += part.rewards.shape[0]
+    return Sampled(rollouts, torch.cat([p.rewards for p in parts]), torch.cat([p.advantages for p in parts]),
+                   [r for p in parts for r in p.ranks], max(p.verify_seconds for p in parts),
+                   max(p.generate_seconds for p in parts))
+
+
+def merge_ppo_stats(parts: list[dict[str, float]]) -> dict[str, float]:
+    """The update's statistics over ranks: each rank's loss is its share of the batch's (they add up); the
+    rates and KL estimates are averages over equal shares; optimiser steps are the same on every rank."""
+    merged = {k: sum(p[k] for p in parts) / len(parts) for k in parts[0]}
+    merged["loss"] = sum(p["loss"] for p in parts)
+    merged["optimizer_steps"] = parts[0]["optimizer_steps"]
+    return merged
+
+
+def warmup_sample(engine: RolloutEngine, verify: VerifyBatch, tasks: list[Task], config: WarmupRLConfig,
+                  reward: RewardConfig, backend: str, seed: int,
+                  on_progress: Callable[[str, int], None] | None = None) -> Sampled:
+    """Single-turn GRPO's rollouts: G samples per prompt, correctness-first reward (MusaCoder Eq. 2), group
+    advantage."""
+    times: dict[str, float] = {}
+    started = time.perf_counter()
+    rollouts = multi_turn_rollouts(engine, _timed(verify, times), tasks, config.group_size, 1, config.generation,
+                                   backend, seed, origin="warmup_rl", on_progress=on_progress)
+    rewards = torch.tensor([correctness_first_reward(r.turns[0].verdict, reward.lam, reward.nu_max)
+                            for r in rollouts]).view(len(tasks), config.group_size)
+    advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
+    return _sampled(rollouts, rewards, advantages, [None] * len(rollouts), started, times)
+
+
+def leap_sample(engine: RolloutEngine, verify: VerifyBatch, tasks: list[Task], config: LeapRLConfig,
+                reward: RewardConfig, backend: str, seed: int,
+                on_progress: Callable[[str, int], None] | None = None) -> Sampled:
+    """LEAP's rollouts: gated multi-turn rollouts (DCP, Eq. 1-2, or every group), the configured reward (rank:
+    Eq. 4-6; scalar; PrimeEcho: MusaCoder Eq. 9), GRPO advantage."""
+    times: dict[str, float] = {}
+    started = time.perf_counter()
+    if config.gate == "dcp":
+        gate = lambda failed: dcp_gate(failed, config.tau_min, config.tau_max)  # noqa: E731
+    else:
+        gate = None  # every group may debug (Full, GRPO-MT, MURPHY-style)
+    rollouts = multi_turn_rollouts(engine, _timed(verify, times), tasks, config.group_size, config.max_turns,
+                                   config.generation, backend, seed, origin="leap_rl", gate=gate,
+                                   on_progress=on_progress)
+    rewards, ranks = leap_rewards(rollouts, config, reward, len(tasks))
+    advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
+    return _sampled(rollouts, rewards, advantages, ranks, started, times)
+
+
+def step_result(sampled: Sampled, ppo_stats: dict[str, float], train_seconds: float, tasks: list[Task],
+                config: WarmupRLConfig | LeapRLConfig, step: int, run_key: str) -> StepResult:
+    """The step's metrics and trajectories, from its (merged) sample and the update's statistics."""
+    rollouts, n_tasks = sampled.rollouts, len(tasks)
+    max_turns = getattr(config, "max_turns", 1)
+    metrics = {**_common_metrics(rollouts, max_turns), **{f"ppo/{k}": v for k, v in ppo_stats.items()}}
+    if isinstance(config, LeapRLConfig):
+        gated_groups = {r.group for r in rollouts if r.gated}
+        first_failed = [r for r in rollouts if r.gated and not r.turns[0].verdict.passed]
+        recovered = [r for r in first_failed if r.passed_turn > 1]
+        passes = [r.passed_turn for r in rollouts if r.passed_turn > 0]
+        metrics.update({"dcp/activated_groups_pct": 100.0 * len(gated_groups) / max(n_tasks, 1),
+                        "recovery/per_rollout": len(recovered) / max(len(first_failed), 1),
+                        "recovery/per_group": len({r.group for r in recovered}) / max(len(gated_groups), 1),
+                        "turns_per_pass": sum(passes) / len(passes) if passes else 0.0})
+    metrics.update({"reward/mean": float(sampled.rewards.mean()),
+                    "advantage/abs_mean": float(sampled.advantages.abs().mean()),
+                    "time/verify": sampled.verify_seconds, "time/generate": sampled.generate_seconds,
+                    "time/train": train_seconds})
+    trajectories = _trajectories(rollouts, step, sampled.ranks, sampled.rewards, sampled.advantages,
+                                 _group_ids(tasks, step, run_key))
+    return StepResult(trajectories, rollouts, metrics, sampled.advantages.view(-1).tolist())
+
+
+def train_on(trainer: PolicyTrainer, sampled: Sampled, config: WarmupRLConfig | LeapRLConfig) \
+        -> tuple[dict[str, float], float]:
+    """The PPO-clip update on a sample (per-turn advantages discounted by LEAP's gamma; 1 for single-turn);
+    returns its statistics and seconds."""
+    started = time.perf_counter()
+    stats = _update_from_rollouts(trainer, sampled.rollouts, sampled.advantages, getattr(config, "gamma", 1.0))
+    return stats, time.perf_counter() - started
 
 
 def warmup_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch, tasks: list[Task],
                 config: WarmupRLConfig, reward: RewardConfig, backend: str, step: int, seed: int, run_key: str,
                 on_progress: Callable[[str, int], None] | None = None) -> StepResult:
-    """Single-turn GRPO: G samples per prompt, correctness-first reward (MusaCoder Eq. 2), group advantage."""
-    times: dict[str, float] = {}
-    t0 = time.perf_counter()
-    rollouts = multi_turn_rollouts(engine, _timed(verify, times), tasks, config.group_size, 1, config.generation,
-                                   backend, seed, origin="warmup_rl", on_progress=on_progress)
-    t1 = time.perf_counter()
-    rewards = torch.tensor([correctness_first_reward(r.turns[0].verdict, reward.lam, reward.nu_max)
-                            for r in rollouts]).view(len(tasks), config.group_size)
-    advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
-    stats = _update_from_rollouts(trainer, rollouts, advantages, gamma=1.0)
-    t2 = time.perf_counter()
-    metrics = {**_common_metrics(rollouts, 1), **{f"ppo/{k}": v for k, v in stats.items()},
-               "reward/mean": float(rewards.mean()), "advantage/abs_mean": float(advantages.abs().mean()),
-               **_time_split(t0, t1, t2, times)}
-    trajectories = _trajectories(rollouts, step, [None] * len(rollouts), rewards, advantages,
-                                 _group_ids(tasks, step, run_key))
-    return StepResult(trajectories, rollouts, metrics, advantages.view(-1).tolist())
+    """Single-turn GRPO (`warmup_sample`) and its PPO-clip update."""
+    sampled = warmup_sample(engine, verify, tasks, config, reward, backend, seed, on_progress)
+    stats, seconds = train_on(trainer, sampled, config)
+    return step_result(sampled, stats, seconds, tasks, config, step, run_key)
 
 
 def leap_rewards(rollouts: list[Rollout], config: LeapRLConfig, reward: RewardConfig,
@@ -385,35 +509,10 @@ def leap_rewards(rollouts: list[Rollout], config: LeapRLConfig, reward: RewardCo
 def leap_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch, tasks: list[Task],
               config: LeapRLConfig, reward: RewardConfig, backend: str, step: int, seed: int, run_key: str,
               on_progress: Callable[[str, int], None] | None = None) -> StepResult:
-    """LEAP: gated multi-turn rollouts (DCP, Eq. 1-2, or every group), the configured reward (rank:
-    Eq. 4-6; scalar; PrimeEcho: MusaCoder Eq. 9), GRPO advantage, per-turn advantages (§3.3), PPO-clip."""
-    times: dict[str, float] = {}
-    t0 = time.perf_counter()
-    if config.gate == "dcp":
-        gate = lambda failed: dcp_gate(failed, config.tau_min, config.tau_max)  # noqa: E731
-    else:
-        gate = None  # every group may debug (Full, GRPO-MT, MURPHY-style)
-    rollouts = multi_turn_rollouts(engine, _timed(verify, times), tasks, config.group_size, config.max_turns,
-                                   config.generation, backend, seed, origin="leap_rl", gate=gate,
-                                   on_progress=on_progress)
-    t1 = time.perf_counter()
-    rewards, ranks = leap_rewards(rollouts, config, reward, len(tasks))
-    advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
-    stats = _update_from_rollouts(trainer, rollouts, advantages, config.gamma)
-    t2 = time.perf_counter()
-    gated_groups = {r.group for r in rollouts if r.gated}
-    first_failed = [r for r in rollouts if r.gated and not r.turns[0].verdict.passed]
-    recovered = [r for r in first_failed if r.passed_turn > 1]
-    passes = [r.passed_turn for r in rollouts if r.passed_turn > 0]
-    metrics = {**_common_metrics(rollouts, config.max_turns), **{f"ppo/{k}": v for k, v in stats.items()},
-               "dcp/activated_groups_pct": 100.0 * len(gated_groups) / max(len(tasks), 1),
-               "recovery/per_rollout": len(recovered) / max(len(first_failed), 1),
-               "recovery/per_group": len({r.group for r in recovered}) / max(len(gated_groups), 1),
-               "turns_per_pass": sum(passes) / len(passes) if passes else 0.0,
-               "reward/mean": float(rewards.mean()), "advantage/abs_mean": float(advantages.abs().mean()),
-               **_time_split(t0, t1, t2, times)}
-    trajectories = _trajectories(rollouts, step, ranks, rewards, advantages, _group_ids(tasks, step, run_key))
-    return StepResult(trajectories, rollouts, metrics, advantages.view(-1).tolist())
+    """LEAP (`leap_sample`) and its PPO-clip update with per-turn advantages (§3.3)."""
+    sampled = leap_sample(engine, verify, tasks, config, reward, backend, seed, on_progress)
+    stats, seconds = train_on(trainer, sampled, config)
+    return step_result(sampled, stats, seconds, tasks, config, step, run_key)
 
 
 def sample_problems(problems: list[Problem], n: int, step: int, seed: int) -> list[Problem]:
