@@ -3,6 +3,8 @@ two ranks train the same model as one process with the same global batch."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 
@@ -129,3 +131,43 @@ def test_a_ppo_update_on_two_ranks_is_one_process_update_on_the_whole_batch():
         if name.endswith("k_proj.bias"):  # its gradient is zero (softmax ignores a shift) and Adam steps on the noise
             continue
         torch.testing.assert_close(weights[name], tensor, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def _ppo_rank_deepspeed(zero_stage: int, events):  # launched with its stage as an argument
+    import deepspeed
+
+    from training.distributed import rank_info
+    from training.rl import PolicyTrainer
+
+    config, sequences, advantages, masks = _ppo_setup()
+    config = config.model_copy(update={"train_engine": "deepspeed", "zero_stage": zero_stage})
+    me = rank_info()
+    share = len(sequences) // me.world_size
+    mine = slice(me.rank * share, (me.rank + 1) * share)
+    trainer = PolicyTrainer(_ppo_model(), config, pad_token_id=0)
+    stats = trainer.update(sequences[mine], advantages[mine], masks[mine])
+    params = list(trainer.model.named_parameters())
+    with deepspeed.zero.GatheredParameters([p for _, p in params], enabled=zero_stage == 3):
+        weights = {name: p.detach().clone() for name, p in params}
+    return stats, weights if me.is_main else None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs the `gpu` extra's deepspeed")
+@pytest.mark.parametrize("zero_stage", [2, 3])
+def test_deepspeed_zero_on_two_ranks_updates_like_one_process(zero_stage):
+    """ZeRO-2/3 over 2 gloo ranks (DeepSpeed's CPU accelerator; NCCL on GPUs), each with half the rollouts, against
+    one process on the whole batch: the same loss and the same update."""
+    from training.rl import PolicyTrainer, merge_ppo_stats
+
+    config, sequences, advantages, masks = _ppo_setup()
+    model = _ppo_model()
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    one = PolicyTrainer(model, config, pad_token_id=0)
+    one_stats = one.update(sequences, advantages, masks)
+    (stats0, weights), (stats1, _) = launch(_ppo_rank_deepspeed, (zero_stage,), 2)
+    assert merge_ppo_stats([stats0, stats1])["loss"] == pytest.approx(one_stats["loss"], rel=1e-4, abs=1e-6)
+    for name, p in one.model.named_parameters():
+        if name.endswith("k_proj.bias"):  # a zero gradient: Adam steps on the noise
+            continue
+        update = [weights[name] - initial[name], p.detach() - initial[name]]
+        assert (update[0] - update[1]).norm() <= 0.02 * update[1].norm() + 1e-7, name

@@ -140,16 +140,16 @@ class PolicyTrainer:
         self.config = config
         self.pad = pad_token_id
         self.device = device
-        self.backend = _DeepSpeedBackend(model, config) if config.train_engine == "deepspeed" else _TorchBackend(model, config)
-        self.model = self.backend.model
-        self.updates = 0
         self.ref_model = None
-        if config.kl_coef > 0:
+        if config.kl_coef > 0:  # copied before the backend takes the model: ZeRO-3 partitions its parameters
             import copy
 
             self.ref_model = copy.deepcopy(model).eval()
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
+        self.backend = _DeepSpeedBackend(model, config) if config.train_engine == "deepspeed" else _TorchBackend(model, config)
+        self.model = self.backend.model
+        self.updates = 0
 
     def _autocast(self):
         if self.device == "cuda" and self.config.bf16:
