@@ -80,3 +80,18 @@ def test_verify_parity_combines_parts_judged_apart(tmp_path, capsys):
     assert "2/3 (67%)" in fast_row
     assert "verdict differences: 1" in out and "z: fast compile_error, load_inline pass" in out
     assert "z: shim gap" in out
+
+
+def test_rl_ranks_compares_one_process_with_two_ranks_on_the_same_batches(capsys, monkeypatch):
+    import sys
+
+    from benchmarks import rl_ranks
+
+    monkeypatch.setattr(sys, "argv", ["rl_ranks", "--small", "--steps", "2", "--rollouts", "4", "--micro-batch", "2"])
+    rl_ranks.main()
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [row[0] for row in rows] == ["0", "1"]
+    for row in rows:  # one process's loss and the ranks' summed shares: the same update
+        assert float(row[1]) == pytest.approx(float(row[2]), rel=1e-4, abs=1e-6)
+    assert "update speedup with 2 ranks" in out
