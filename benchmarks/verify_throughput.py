@@ -17,6 +17,12 @@ verdict latency of the N shared candidates in both, and their ratio (target: wit
 
     python benchmarks/verify_throughput.py --backend cuda --n 48 --hang 2
 
+`--gpu-scaling` judges the same candidates on one GPU and on every visible GPU (`verifier.workers`), fast path,
+warm headers, each row building its candidates again: the throughput ratio is the pool's scaling (target on
+two GPUs: at least 1.8x).
+
+    python benchmarks/verify_throughput.py --backend cuda --n 64 --gpu-scaling
+
 `--isolation-cost` prices the sandbox's walls: the same candidates judged with `verifier.isolation: none`
 (a plain process) and `namespaces` (verifier/jail.py), fast path, warm caches, plus the time to start one
 sandbox and have it confined and answering, measured directly over 20 starts.
@@ -89,6 +95,26 @@ def isolation_cost(pairs, args, root: Path) -> None:
           f"per sandbox (a verdict uses one, plus one build sandbox when it compiles)")
 
 
+def gpu_scaling(pairs, args, root: Path) -> None:
+    import torch
+
+    gpus = torch.cuda.device_count()
+    if args.backend != "cuda" or gpus < 2:
+        raise SystemExit(f"--gpu-scaling needs --backend cuda and at least 2 visible GPUs (found {gpus})")
+    cache = root / "scaling"
+    run(pairs, args.backend, True, cache, gpus, args.compile_workers, args.spares)  # headers, bridge
+    print(f"{'GPUs':<10}{'wall s':>9}{'cand/min':>10}{'median latency s':>18}{'x 1 GPU':>9}{'same verdicts':>15}",
+          flush=True)
+    one = None
+    for workers in (1, gpus):
+        shutil.rmtree(cache / "builds", ignore_errors=True)  # every row builds its candidates
+        r = run(pairs, args.backend, True, cache, workers, args.compile_workers, args.spares)
+        one = one or r
+        same = "yes" if r["categories"] == one["categories"] else "NO"
+        print(f"{workers:<10}{r['wall']:>9.1f}{60 * len(pairs) / r['wall']:>10.1f}{r['median_latency']:>18.2f}"
+              f"{one['wall'] / r['wall']:>9.2f}{same:>15}", flush=True)
+
+
 def hang_cost(pairs, args, root: Path) -> None:
     """The same candidates alone and beside hanging ones; run_timeout_s as in the default config (20 s): the
     adaptive limit, not the ceiling, must be what stops a hang."""
@@ -130,6 +156,7 @@ def main() -> None:
                         help="sandboxes started ahead (verifier.spare_sandboxes)")
     parser.add_argument("--skip-baseline", action="store_true", help="only the fast path (no ratio)")
     parser.add_argument("--isolation-cost", action="store_true", help="namespaces against no isolation instead")
+    parser.add_argument("--gpu-scaling", action="store_true", help="instead: one GPU against every visible GPU")
     parser.add_argument("--hang", type=int, default=0, help="instead: the batch alone and with this many hanging "
                         "candidates added")
     args = parser.parse_args()
@@ -138,9 +165,9 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="kd-bench-"))
     print(f"verify_throughput: backend={args.backend} candidates={len(pairs)} in_flight={args.compile_workers or 'default'}"
           f" spares={args.spares}", flush=True)
-    if args.isolation_cost or args.hang:
+    if args.isolation_cost or args.hang or args.gpu_scaling:
         try:
-            (hang_cost if args.hang else isolation_cost)(pairs, args, root)
+            (hang_cost if args.hang else gpu_scaling if args.gpu_scaling else isolation_cost)(pairs, args, root)
         finally:
             shutil.rmtree(root, ignore_errors=True)
         return
