@@ -208,7 +208,9 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
         if run.status == StageStatus.running and owner and owner.host == socket.gethostname():
             # reconcile() above failed it if its process were gone: that process still works on it
             raise WarehouseError(f"stage run {run.id} is still running in process {owner.pid}; stop it first")
-        config = PipelineConfig.model_validate({**config.model_dump(), **run.config})
+        # the recorded config, but the ranks of this invocation: how many processes train does not change the math
+        recorded = {key: value for key, value in run.config.items() if key != "distributed"}
+        config = PipelineConfig.model_validate({**config.model_dump(), **recorded})
         warehouse.reopen_stage_run(run.id)
     else:
         for parent in parent_ids:  # never build on a failed or running parent, nor on the wrong stage

@@ -1,5 +1,6 @@
 """The whole DAG end to end through Prefect, DuckDB and MLflow, then single-stage re-runs."""
 
+import shutil
 from collections import defaultdict
 
 import pytest
@@ -10,6 +11,7 @@ from flows.cli import app
 from flows.pipeline import pipeline
 from flows.stages import stage
 from schemas import STAGES, load_config
+from schemas.records import StageStatus
 from tasks.common import Home
 from training.core_algos import dcp_gate, rollout_rank, tournament_reward
 from warehouse.store import Warehouse, WarehouseError
@@ -209,7 +211,7 @@ def test_the_sft_stage_trains_in_ranks_it_starts_itself(demo):
 def test_leap_rl_trains_in_two_ranks_and_records_every_rollout_once(demo):
     """distributed.processes=2: each rank samples whole groups of the step and trains on them; the stage plans,
     verifies and records. Every rollout is recorded once, every group whole, every step logged and checkpointed,
-    and a checkpoint of two ranks resumes in one process."""
+    and the run resumes in one process from a checkpoint of two ranks."""
     from training.checkpoint import load_rl_state
     from training.model import load_policy
     from training.rl import PolicyTrainer
@@ -236,7 +238,15 @@ def test_leap_rl_trains_in_two_ranks_and_records_every_rollout_once(demo):
     last = wh.latest_checkpoint(run_id, prefix="step-")
     assert last is not None and last.name == f"step-{steps - 1:05d}" and load_rl_state(last)[1].step == steps - 1
     model, tokenizer = load_policy(last / "policy")
-    PolicyTrainer(model, config.leap_rl, tokenizer.pad_token_id).load(last / "trainer")  # resumable in one process
+    PolicyTrainer(model, config.leap_rl, tokenizer.pad_token_id).load(last / "trainer")
+    # as if it had died after step 0's checkpoint: resumed in one process, it redoes step 1 and nothing else
+    shutil.rmtree(last)
+    wh.finish_stage_run(run_id, StageStatus.failed, error="killed (simulated)")
+    resumed = stage(name="leap_rl", overrides=[*overrides, "distributed.processes=1"], resume=run_id)
+    assert resumed == run_id and wh.stage_run(run_id).status.value == "succeeded"
+    assert wh.summary(run_id)["processes"] == 1 and wh.summary(run_id)["resumed"] is True
+    rows = wh.trajectory_rows(run_id)
+    assert sorted(r["step"] for r in rows) == sorted([0, 1] * prompts * group_size)
 
 
 def test_a_crashing_stage_is_marked_failed_and_not_built_upon(demo):
