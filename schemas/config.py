@@ -235,6 +235,9 @@ class SFTConfig(StrictModel):
     batch_size: int = Field(4, ge=1)
     max_length: int = Field(2048, ge=64)
     warmup_ratio: float = Field(0.05, ge=0, le=1)
+    train_engine: Literal["torch", "deepspeed"] = Field("torch", description="deepspeed: HF Trainer's DeepSpeed "
+                                                        "integration (the `gpu` extra), ZeRO stage `zero_stage`")
+    zero_stage: Literal[2, 3] = 2
 
 
 class GenerationConfig(StrictModel):
@@ -254,6 +257,8 @@ class RFTConfig(StrictModel):
     learning_rate: float = Field(1e-3, gt=0)
     batch_size: int = Field(4, ge=1)
     max_length: int = Field(2048, ge=64)
+    train_engine: Literal["torch", "deepspeed"] = "torch"
+    zero_stage: Literal[2, 3] = 2
 
 
 class BDRConfig(StrictModel):

@@ -44,6 +44,7 @@ def run_rft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
             result = train_sft(model, tokenizer, examples, epochs=cfg.epochs, learning_rate=cfg.learning_rate,
                                batch_size=cfg.batch_size, max_length=cfg.max_length, seed=config.seed,
                                processes=config.distributed.processes,
+                               deepspeed_zero=cfg.zero_stage if cfg.train_engine == "deepspeed" else None,
                                on_metrics=lambda m, s: ctx.mlflow.log_metrics(lm_metrics(m), s),
                                on_step=advance)
         ctx.save_policy(model, tokenizer, result.steps)

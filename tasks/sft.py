@@ -46,8 +46,9 @@ def run_sft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
         with progress_bar("sft steps", total_steps(len(examples), cfg.batch_size, cfg.epochs)) as advance:
             result = train_sft(model, tokenizer, examples, epochs=cfg.epochs, learning_rate=cfg.learning_rate,
                                batch_size=cfg.batch_size, max_length=cfg.max_length, warmup_ratio=cfg.warmup_ratio,
-                               seed=config.seed, processes=config.distributed.processes, on_metrics=on_metrics,
-                               on_step=advance)
+                               seed=config.seed, processes=config.distributed.processes,
+                               deepspeed_zero=cfg.zero_stage if cfg.train_engine == "deepspeed" else None,
+                               on_metrics=on_metrics, on_step=advance)
         ctx.save_policy(model, tokenizer, result.steps)
         _check_generation_budgets(ctx, config, tokenizer, rows)
         fig = line_chart({"loss": losses}, "SFT loss", "step", "loss")

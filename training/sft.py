@@ -6,6 +6,7 @@ samples). Training runs through `transformers.Trainer`.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import tempfile
 from collections.abc import Callable
@@ -90,17 +91,21 @@ class SFTResult:
 
 def train_sft(model, tokenizer, examples: list[SFTExample], *, epochs: float, learning_rate: float,
               batch_size: int, max_length: int, warmup_ratio: float = 0.0, seed: int = 0, processes: int = 1,
-              on_metrics: MetricsCallback | None = None, on_step: Callable[[], None] | None = None) -> SFTResult:
+              deepspeed_zero: int | None = None, on_metrics: MetricsCallback | None = None,
+              on_step: Callable[[], None] | None = None) -> SFTResult:
     """Train `model` in place. `batch_size` is the global batch: with `processes` > 1 the model trains in that many
     data-parallel ranks (HF Trainer's DDP; each rank `batch_size / processes` examples a step) and comes back
-    with their weights, so the same settings give the same steps at any number of ranks."""
+    with their weights, so the same settings give the same steps at any number of ranks. `deepspeed_zero` (2 or
+    3): HF Trainer's DeepSpeed integration at that ZeRO stage, always in launched ranks (a world of one included),
+    whose weights come back gathered."""
     encoded = [e for e in (encode_example(tokenizer, ex, max_length) for ex in examples) if e is not None]
     if not encoded:
         raise ValueError(f"none of the {len(examples)} SFT examples fits in max_length={max_length}")
     device = next(model.parameters()).device.type
     job = dict(encoded=encoded, epochs=epochs, learning_rate=learning_rate, batch_size=batch_size,
-               warmup_ratio=warmup_ratio, seed=seed, device=device, pad_token_id=tokenizer.pad_token_id)
-    if processes > 1:
+               warmup_ratio=warmup_ratio, seed=seed, device=device, pad_token_id=tokenizer.pad_token_id,
+               deepspeed_zero=deepspeed_zero)
+    if processes > 1 or deepspeed_zero:
         steps, final_loss = _train_in_ranks(model, tokenizer, job, processes, on_metrics, on_step)
     else:
         steps, final_loss = _train_here(model, job, 1, on_metrics, on_step)
@@ -108,9 +113,18 @@ def train_sft(model, tokenizer, examples: list[SFTExample], *, epochs: float, le
                      examples_skipped=len(examples) - len(encoded))
 
 
+def _deepspeed_config(zero_stage: int) -> dict[str, Any]:
+    """For HF Trainer's DeepSpeed integration: "auto" takes TrainingArguments' values; ZeRO-3 gathers the
+    partitioned weights when the model is saved."""
+    return {"zero_optimization": {"stage": zero_stage, "stage3_gather_16bit_weights_on_model_save": True},
+            "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+            "train_batch_size": "auto", "gradient_clipping": "auto", "bf16": {"enabled": "auto"}}
+
+
 def _train_here(model, job: dict[str, Any], world_size: int, on_metrics: MetricsCallback | None,
-                on_step: Callable[[], None] | None) -> tuple[int, float]:
-    """HF Trainer on this process; in a rank of a launched world, Trainer's DDP over `world_size` ranks."""
+                on_step: Callable[[], None] | None, save_to: str | None = None) -> tuple[int, float]:
+    """HF Trainer on this process; in a rank of a launched world, Trainer's DDP (or DeepSpeed) over `world_size`
+    ranks. `save_to`: the trained model is saved there (by every rank together: ZeRO-3 gathers its partitions)."""
     use_cpu = job["device"] == "cpu"
     per_rank_batch = job["batch_size"] // world_size
     with tempfile.TemporaryDirectory(prefix="kd-sft-") as tmp:
@@ -121,6 +135,7 @@ def _train_here(model, job: dict[str, Any], world_size: int, on_metrics: Metrics
             logging_steps=1, save_strategy="no", report_to="none", use_cpu=use_cpu, seed=job["seed"],
             dataloader_num_workers=0, disable_tqdm=True, remove_unused_columns=False, weight_decay=0.0,
             **_LENGTH_GROUPING, **({"ddp_backend": collective_backend(job["device"])} if world_size > 1 else {}),
+            **({"deepspeed": _deepspeed_config(job["deepspeed_zero"])} if job.get("deepspeed_zero") else {}),
             bf16=not use_cpu and torch.cuda.is_bf16_supported(),
         )
         trainer = Trainer(model=model, args=args, train_dataset=job["encoded"],
@@ -128,6 +143,8 @@ def _train_here(model, job: dict[str, Any], world_size: int, on_metrics: Metrics
                           callbacks=[_ReportCallback(on_metrics, on_step)])
         trainer.remove_callback(PrinterCallback)  # metrics go to on_metrics (MLflow), not to stdout
         output = trainer.train()
+        if save_to:
+            trainer.save_model(save_to)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     return output.global_step, losses[-1] if losses else math.nan
 
@@ -135,6 +152,8 @@ def _train_here(model, job: dict[str, Any], world_size: int, on_metrics: Metrics
 def _train_in_ranks(model, tokenizer, job: dict[str, Any], processes: int, on_metrics: MetricsCallback | None,
                     on_step: Callable[[], None] | None) -> tuple[int, float]:
     processes = check_world(processes, job["device"])
+    if job["deepspeed_zero"] and importlib.util.find_spec("deepspeed") is None:
+        raise DistributedError("train_engine: deepspeed needs the `deepspeed` package: pip install 'kerneldojo[gpu]'")
     if job["batch_size"] % processes:
         raise DistributedError(f"a batch of {job['batch_size']} does not split over {processes} ranks: make the "
                                "batch size a multiple of distributed.processes")
@@ -162,9 +181,9 @@ def _sft_rank(job: dict[str, Any], start: str, trained: str, events: RankEvents)
     report = me.is_main
     steps, final_loss = _train_here(model, job, me.world_size,
                                     (lambda metrics, step: events.send("metrics", metrics, step)) if report else None,
-                                    (lambda: events.send("step")) if report else None)
+                                    (lambda: events.send("step")) if report else None, save_to=trained)
     if me.is_main:
-        save_policy(model, tokenizer, trained)
+        tokenizer.save_pretrained(trained)
     return steps, final_loss
 
 
