@@ -195,3 +195,40 @@ def test_sft_with_deepspeed_zero_on_two_ranks_trains_like_one_process(zero_stage
             continue
         assert b.shape == a.shape, name  # gathered, not a ZeRO-3 partition
         torch.testing.assert_close(b, a, rtol=1e-3, atol=1e-4, msg=name)
+
+
+def _sleeps(events):
+    import time
+
+    time.sleep(60)
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_a_signal_during_training_reaches_the_process_own_handler_and_stops_the_ranks():
+    """torch's launcher swaps in its own SIGTERM handler while ranks run; the process's (the CLI's: an orderly stop,
+    the stage marked killed) must still get the signal, and be in place afterwards."""
+    import os
+    import signal
+    import threading
+
+    import psutil
+
+    def stop(signum, frame):
+        raise _Stopped(signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        me = psutil.Process()
+        timer = threading.Timer(8.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
+        timer.start()
+        with pytest.raises(_Stopped):
+            launch(_sleeps, (), 2)
+        assert signal.getsignal(signal.SIGTERM) is stop
+        children = [c for c in me.children(recursive=True) if "spawn" in " ".join(c.cmdline())
+                    and "resource_tracker" not in " ".join(c.cmdline())]
+        assert not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children)
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -16,8 +16,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import signal
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,6 +106,7 @@ def launch(entry: Callable[..., Any], args: tuple, processes: int, on_event: Eve
     fails its rank and is raised here as itself."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -145,16 +148,43 @@ def launch(entry: Callable[..., Any], args: tuple, processes: int, on_event: Eve
 
         reader = threading.Thread(target=pump, name="rank-events", daemon=True)
         reader.start()
+        owners = _signal_handlers()
+        signalled = None
         try:
             results = elastic_launch(config, entry)(*args, RankEvents(channel, replies))
         except ChildFailedError as exc:
             if handler_errors:
                 raise handler_errors[0]
             raise DistributedError(_first_failure(exc)) from None
+        except SignalException as exc:  # the launcher stopped the ranks on it
+            signalled = exc.sigval
         finally:
             stop.set()
             reader.join()
+            _restore(owners)
+    if signalled is not None:
+        # the launcher put its own handlers in place of the process's (the CLI's turn signals into an orderly stop):
+        # with those back, the signal goes to them as if the launcher had never caught it
+        os.kill(os.getpid(), signalled)
+        time.sleep(0.1)  # Python runs the handler at its next instruction in this (the main) thread
+        raise DistributedError(f"training stopped by signal {signalled.name}")
     return [results[rank] for rank in sorted(results)]
+
+
+_LAUNCHER_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT")
+
+
+def _signal_handlers() -> dict:
+    """The handlers torch's launcher replaces (main thread only: elsewhere it leaves them alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in (getattr(signal, name) for name in _LAUNCHER_SIGNALS)}
+
+
+def _restore(handlers: dict) -> None:
+    for sig, handler in handlers.items():
+        if handler is not None:  # None: installed outside Python, cannot be put back from here
+            signal.signal(sig, handler)
 
 
 def _first_failure(exc) -> str:
