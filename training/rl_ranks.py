@@ -89,9 +89,10 @@ def rl_rank(job: RLRankJob, events: RankEvents) -> int:
             if me.is_main:
                 save_policy(trainer.model, tokenizer, staged / "policy")
             trainer.save(staged / "trainer")
-            dist.barrier()
+            dist.barrier()  # every part written
             if me.is_main:
                 events.request("saved", step)
+            dist.barrier()  # the checkpoint holds the RNG as it was at this step: no rank plans the next one before
         if decision[0]["stop"]:
             break
     if me.is_main:
