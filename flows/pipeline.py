@@ -11,6 +11,7 @@ from schemas.config import STAGES, load_config
 from tasks import run_stage_task
 from tasks.common import Home
 from tasks.prefect_ui import announce_pipeline_run, mlflow_run_link, prefect_flow_run
+from training.distributed import check_split
 from warehouse.store import Warehouse
 from warehouse.tracking import Tracker, run_tags
 
@@ -26,6 +27,8 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None)
         overrides: Config overrides, KEY=VALUE each (e.g. `sft.epochs=5`, `evaluate.after=[sft,rft]`).
     """
     config = load_config(config_path, overrides)
+    for stage in STAGES:  # before any stage runs: a late stage's batches that cannot be split over the ranks
+        check_split(config, stage, config.distributed.processes)
     home = Home.of(config)
     pipeline_run_id = f"pipeline-{uuid.uuid4().hex[:10]}"
     started = time.perf_counter()

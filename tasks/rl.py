@@ -20,11 +20,11 @@ from schemas.config import PipelineConfig
 from tasks.common import StageContext, progress_bar, stage_run
 from tasks.plots import close, line_chart, rollout_composition
 from training.checkpoint import RLState, finish_rl_checkpoint, load_rl_state, save_rl_checkpoint, staging_dir
-from training.distributed import check_world, launch
+from training.distributed import check_split, check_world, launch
 from training.model import load_policy, resolve_device
 from training.rl import (PolicyTrainer, RepairBuffer, StepResult, leap_step, merge_ppo_stats, merge_sampled,
                          sample_problems, step_result, warmup_step)
-from training.rl_ranks import RLRankJob, check_rl_world, rl_rank
+from training.rl_ranks import RLRankJob, rl_rank
 from training.rollout import HFRolloutEngine, Task, VLLMRolloutEngine
 
 
@@ -102,8 +102,7 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         cfg = getattr(config, stage)
         device = resolve_device(config.device)
         processes = check_world(config.distributed.processes, device) if config.distributed.processes != 1 else 1
-        if processes > 1:
-            check_rl_world(cfg, processes)
+        check_split(config, stage, processes)
         parent = ctx.warehouse.stage_run(ctx.run_id).parent_ids[0]
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(parent, "hints").id, split="train")
         rng = random.Random(f"{config.seed}-{stage}")

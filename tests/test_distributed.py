@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from schemas.config import ModelConfig
-from training.distributed import DistributedError, check_world, launch
+from schemas import load_config
+from schemas.config import ConfigError
+from training.distributed import DistributedError, check_split, check_world, launch
 from training.model import build_model, train_tokenizer
 from training.sft import SFTExample, train_sft
 
@@ -66,16 +68,22 @@ def test_a_failing_rank_stops_the_world_with_its_error():
 
 
 def test_worlds_that_cannot_be_are_one_clear_error():
-    with pytest.raises(DistributedError, match="one rank per GPU, and no GPU is visible"):
+    with pytest.raises(ConfigError, match="one rank per GPU, and no GPU is visible"):
         check_world(0, "cpu")
     if not torch.cuda.is_available():
-        with pytest.raises(DistributedError, match="ranks on 0 visible GPU"):
+        with pytest.raises(ConfigError, match="ranks on 0 visible GPU"):
             check_world(2, "cuda")
+    config = load_config(None, ["distributed.processes=2", "leap_rl.prompts_per_step=3"])
+    check_split(config, "warmup_rl", 2)  # 4 prompts a step: whole groups on each rank
+    with pytest.raises(ConfigError, match=r"leap_rl.prompts_per_step=3 does not split over distributed.processes=2"):
+        check_split(config, "leap_rl", 2)
+    with pytest.raises(ConfigError, match=r"rollout_engine=vllm samples in one process"):
+        check_split(load_config(None, ["warmup_rl.rollout_engine=vllm"]), "warmup_rl", 2)
     model_examples = _examples()
     tokenizer = train_tokenizer([e.completion for e in model_examples], 300)
     model = build_model(ModelConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_attention_heads=2,
                                     num_key_value_heads=1), tokenizer, seed=0)
-    with pytest.raises(DistributedError, match="a batch of 3 does not split over 2 ranks"):
+    with pytest.raises(ConfigError, match="a batch of 3 does not split over 2 ranks"):
         train_sft(model, tokenizer, model_examples, epochs=1, learning_rate=1e-3, batch_size=3, max_length=256,
                   processes=2)
 

@@ -268,6 +268,14 @@ def test_cli_reports_bad_config_in_one_line(tmp_path):
     assert result.exit_code == 2 and "sft.epoch: unknown key" in result.output
 
 
+def test_a_pipeline_whose_rl_batches_cannot_split_over_its_ranks_fails_before_any_stage(tmp_path):
+    result = CliRunner().invoke(app, ["run", "--set", f"home={tmp_path}", "--set", "distributed.processes=2",
+                                      "--set", "leap_rl.prompts_per_step=3"])
+    assert result.exit_code != 0
+    assert "leap_rl.prompts_per_step=3 does not split over distributed.processes=2" in result.output
+    assert not (tmp_path / "warehouse.duckdb").exists() or not Warehouse(tmp_path / "warehouse.duckdb").stage_runs()
+
+
 def _config_file(overrides: list[str]) -> str:
     import tempfile
 

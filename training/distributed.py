@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from schemas.config import ConfigError
+
 EventHandler = Callable[[tuple], None]
 RequestHandler = Callable[[str, tuple, int], Any]
 
@@ -59,15 +61,34 @@ def collective_backend(device: str) -> str:
 def check_world(processes: int, device: str) -> int:
     """The number of ranks to start: `processes`, or one per visible GPU when 0; one clear error when it cannot be."""
     if processes < 0:
-        raise DistributedError(f"distributed.processes={processes}: give a number of ranks, or 0 for one per GPU")
+        raise ConfigError(f"distributed.processes={processes}: give a number of ranks, or 0 for one per GPU")
     gpus = torch.cuda.device_count() if device.startswith("cuda") else 0
     if processes == 0:
         if not gpus:
-            raise DistributedError("distributed.processes=0 means one rank per GPU, and no GPU is visible here")
+            raise ConfigError("distributed.processes=0 means one rank per GPU, and no GPU is visible here")
         return gpus
     if device.startswith("cuda") and processes > gpus:
-        raise DistributedError(f"distributed.processes={processes} ranks on {gpus} visible GPU(s): one rank per GPU")
+        raise ConfigError(f"distributed.processes={processes} ranks on {gpus} visible GPU(s): one rank per GPU")
     return processes
+
+
+def check_split(config, stage: str, processes: int) -> None:
+    """One clear error (naming the key) for a stage whose batches cannot be split over `processes` ranks: SFT and RFT
+    split each batch, the RL stages each step's groups and mini-batches; vLLM rollouts stay in one process."""
+    if processes <= 1 or stage not in ("sft", "rft", "warmup_rl", "leap_rl"):
+        return
+    section = getattr(config, stage)
+    if stage in ("sft", "rft"):
+        sizes = {"batch_size": section.batch_size}
+    else:
+        if section.rollout_engine != "hf":
+            raise ConfigError(f"{stage}.rollout_engine=vllm samples in one process: set distributed.processes=1, or "
+                              "rollout_engine=hf (each rank samples with its own policy)")
+        sizes = {"prompts_per_step": section.prompts_per_step, "mini_batch_size": section.mini_batch_size}
+    for key, value in sizes.items():
+        if value % processes:
+            raise ConfigError(f"{stage}.{key}={value} does not split over distributed.processes={processes} ranks: "
+                              "make it a multiple of the number of ranks")
 
 
 class RankEvents:

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from schemas.config import LeapRLConfig, RewardConfig, WarmupRLConfig
-from training.distributed import DistributedError, RankEvents, collective_backend, rank_info
+from training.distributed import RankEvents, collective_backend, rank_info
 from training.model import load_policy, save_policy
 from training.rl import PolicyTrainer, leap_sample, train_on, warmup_sample
 from training.rollout import HFRolloutEngine
@@ -36,19 +36,6 @@ class RLRankJob:
     policy: str  # the weights to start from
     trainer_state: str | None  # a checkpoint's trainer folder to resume from
     final: str  # where rank 0 writes the trained policy
-
-
-def check_rl_world(config: WarmupRLConfig | LeapRLConfig, processes: int) -> None:
-    """One clear error for an RL configuration that cannot be split over `processes` ranks."""
-    if config.rollout_engine != "hf":
-        raise DistributedError("RL in several ranks samples with each rank's own policy (rollout_engine: hf); "
-                               "vLLM rollouts run in one process (distributed.processes: 1)")
-    if config.prompts_per_step % processes:
-        raise DistributedError(f"prompts_per_step={config.prompts_per_step} does not split into whole groups over "
-                               f"{processes} ranks: make it a multiple of distributed.processes")
-    if config.mini_batch_size and config.mini_batch_size % processes:
-        raise DistributedError(f"mini_batch_size={config.mini_batch_size} does not split over {processes} ranks: "
-                               "make it a multiple of distributed.processes (or 0, the whole batch)")
 
 
 def rl_rank(job: RLRankJob, events: RankEvents) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArguments
 
+from schemas.config import ConfigError
 from training.distributed import DistributedError, RankEvents, check_world, collective_backend, launch, rank_info
 from training.model import load_policy, save_policy
 
@@ -155,8 +156,8 @@ def _train_in_ranks(model, tokenizer, job: dict[str, Any], processes: int, on_me
     if job["deepspeed_zero"] and importlib.util.find_spec("deepspeed") is None:
         raise DistributedError("train_engine: deepspeed needs the `deepspeed` package: pip install 'kerneldojo[gpu]'")
     if job["batch_size"] % processes:
-        raise DistributedError(f"a batch of {job['batch_size']} does not split over {processes} ranks: make the "
-                               "batch size a multiple of distributed.processes")
+        raise ConfigError(f"a batch of {job['batch_size']} does not split over {processes} ranks: make the batch "
+                          "size a multiple of distributed.processes")
 
     def on_event(event: tuple) -> None:
         if event[0] == "metrics" and on_metrics:
