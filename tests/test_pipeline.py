@@ -1,5 +1,6 @@
 """The whole DAG end to end through Prefect, DuckDB and MLflow, then single-stage re-runs."""
 
+import importlib.util
 import shutil
 from collections import defaultdict
 
@@ -247,6 +248,20 @@ def test_leap_rl_trains_in_two_ranks_and_records_every_rollout_once(demo):
     assert wh.summary(run_id)["processes"] == 1 and wh.summary(run_id)["resumed"] is True
     rows = wh.trajectory_rows(run_id)
     assert sorted(r["step"] for r in rows) == sorted([0, 1] * prompts * group_size)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs the `gpu` extra's deepspeed")
+def test_leap_rl_with_deepspeed_in_two_ranks_checkpoints_every_partition(demo):
+    """ZeRO-2 in two ranks: every rank writes its optimizer partition into the step's checkpoint, rank 0 the policy."""
+    runs, config, overrides, wh = demo
+    run_id = stage(name="leap_rl", from_run=runs["warmup_rl"],
+                   overrides=[*overrides, "distributed.processes=2", "leap_rl.steps=1", "leap_rl.prompts_per_step=2",
+                              "leap_rl.train_engine=deepspeed", "leap_rl.zero_stage=2"])
+    assert wh.stage_run(run_id).status.value == "succeeded"
+    last = wh.latest_checkpoint(run_id, prefix="step-")
+    partitions = sorted(p.name for p in (last / "trainer" / "optimizer" / "trainer").glob("*optim_states.pt"))
+    assert len(partitions) == 2, partitions  # one per rank
+    assert (last / "policy" / "config.json").exists() and (last / "trainer" / "trainer.json").exists()
 
 
 def test_a_crashing_stage_is_marked_failed_and_not_built_upon(demo):
