@@ -175,6 +175,10 @@ def run(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG
     """Run the whole DAG: synthesize -> hints -> distill -> sft -> rft -> warmup_rl -> leap_rl -> evaluate."""
     cfg = load_config(config, set_)
     cfg.check_paths()
+    from training.distributed import check_split
+
+    for name in STAGES:  # a late stage's batches that cannot split over the ranks: said before anything starts
+        check_split(cfg, name, cfg.distributed.processes)
     _open_warehouse(cfg)
     _start_prefect()
     from flows.pipeline import pipeline
