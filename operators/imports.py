@@ -157,6 +157,13 @@ class ImportReport:
 
 
 _LEVEL = re.compile(r"level[_-]?(\d+)$", re.I)
+_NUMBER = re.compile(r"^(\d+)_")
+
+
+def _kernelbench_order(path: Path) -> tuple[int, str]:
+    """KernelBench's own order: by the problem's number (`12_Gemm_...py`), so `--limit 30` means problems 1-30."""
+    number = _NUMBER.match(path.name)
+    return (int(number.group(1)) if number else 1 << 30, path.name)
 
 
 def load_kernelbench(root: str | Path, levels: list[int] | None = None) -> tuple[list[Problem], ImportReport]:
@@ -174,7 +181,7 @@ def load_kernelbench(root: str | Path, levels: list[int] | None = None) -> tuple
         level = int(_LEVEL.search(level_dir.name).group(1))
         if levels and level not in levels:
             continue
-        for path in sorted(level_dir.glob("*.py"), key=lambda p: (len(p.name), p.name)):
+        for path in sorted(level_dir.glob("*.py"), key=_kernelbench_order):
             source = path.read_text()
             reason = check_kernelbench_format(source)
             if reason:

@@ -86,6 +86,17 @@ def test_kernelbench_checkout_loads_by_level_without_running_anything(checkout):
         load_kernelbench(checkout.parent / "empty")
 
 
+def test_kernelbench_problems_come_in_kernelbench_order(tmp_path):
+    """`--limit N` evaluates problems 1..N of each level, as KernelBench numbers them (not by file-name length)."""
+    level = tmp_path / "level2"
+    level.mkdir()
+    for name in ["100_Gemm.py", "2_Conv2d_ReLU_BiasAdd_Scaling.py", "10_Gemm.py", "1_Conv2D_ReLU_BiasAdd.py", "9_Mm.py"]:
+        (level / name).write_text(GEMM.replace("12_Gemm", name))
+    problems, _ = load_kernelbench(tmp_path)
+    assert [p.name for p in problems] == ["level2/1_Conv2D_ReLU_BiasAdd", "level2/2_Conv2d_ReLU_BiasAdd_Scaling",
+                                          "level2/9_Mm", "level2/10_Gemm", "level2/100_Gemm"]
+
+
 def test_hints_of_a_multi_gigabyte_problem_come_from_fake_tensors(checkout, analyser):
     problems, _ = load_kernelbench(checkout)
     with pytest.raises(HintError, match="untrusted code"):  # an import is never run in this process
