@@ -249,6 +249,8 @@ class GenerationConfig(StrictModel):
 
 class RFTConfig(StrictModel):
     samples_per_problem: int = Field(4, ge=1)
+    max_problems: int = Field(0, ge=0, description="sample this many training problems, drawn at random with the "
+                              "run's seed (0 = every training problem)")
     generation: GenerationConfig = GenerationConfig()
     max_kept_per_problem: int = Field(4, ge=1)
     keep_fastest_only: bool = False

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -22,6 +24,8 @@ def run_rft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
         device = resolve_device(config.device)
         model, tokenizer = load_policy(ctx.warehouse.checkpoint(sft_run.id), device)
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(from_run, "hints").id, split="train")
+        if cfg.max_problems and cfg.max_problems < len(problems):
+            problems = random.Random(config.seed).sample(problems, cfg.max_problems)
         engine = HFRolloutEngine(model, tokenizer, device)
         with progress_bar("sample candidates", len(problems) * cfg.samples_per_problem) as advance:
             rollouts = multi_turn_rollouts(engine, lambda pairs: ctx.verify(pairs, "verify samples"), problems,

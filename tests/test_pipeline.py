@@ -179,8 +179,10 @@ def test_evaluate_takes_any_policy_stage_and_nothing_else(demo):
 def test_rerun_one_stage_from_an_earlier_run(demo):
     runs, _, overrides, wh = demo
     before = {t: wh.count(t, runs["rft"]) for t in ("candidates", "verdicts", "sft_examples", "checkpoints")}
-    new_id = stage(name="rft", from_run=runs["sft"], overrides=overrides)
+    new_id = stage(name="rft", from_run=runs["sft"], overrides=[*overrides, "rft.max_problems=1"])
     assert new_id != runs["rft"]
+    # rft.max_problems: one training problem sampled (2 samples, the same source at most once), not all of them
+    assert 1 <= wh.count("candidates", new_id) <= 2 < before["candidates"]
     new = wh.stage_run(new_id)
     assert new.parent_ids == [runs["sft"]] and new.status.value == "succeeded"
     assert {t: wh.count(t, runs["rft"]) for t in before} == before  # the old run is untouched
