@@ -9,29 +9,20 @@ command that opens the warehouse, and its Prefect server exits by itself (`flows
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
 from typing import Optional
 
-# Quiet, offline-friendly Prefect defaults; a user's own settings win.
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-# Prefect's console shows warnings and errors only; the API (the flow run's logs in the UI) gets INFO too
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
-os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+from typer.exceptions import TyperException
 
-import typer  # noqa: E402
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-from typer.core import TyperGroup  # noqa: E402
-from typer.exceptions import TyperException  # noqa: E402
-
-from schemas.config import STAGES, ConfigError, load_config  # noqa: E402
-from warehouse.home import Home  # noqa: E402
-from warehouse.process import Killed, raise_killed_on_signals, restore_signal_handlers  # noqa: E402
-from warehouse.store import WarehouseError  # noqa: E402
+from schemas.config import STAGES, ConfigError, load_config
+from warehouse.home import Home
+from warehouse.process import Killed, raise_killed_on_signals, restore_signal_handlers
+from warehouse.store import WarehouseError
 
 MAX_ERROR_CHARS = 600
 # Errors in what the user asked for, whose messages are written for them: no exception class in the line.
