@@ -70,9 +70,13 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         # evaluates: the stage (sft, ..., leap_rl) or the kind of policy (model, endpoint, template); policy: which
         ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
                              "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg)})
-        with progress_bar("evaluate", None):
-            summary = evaluate_policy(policy, lambda pairs: ctx.verify(pairs, "verify eval"), runnable, cfg,
-                                      config.verifier.backend, config.seed)
+        with progress_bar("evaluate: turns", cfg.max_turns) as turn_done:
+            def verify_turn(pairs):  # one call per turn, every sample still failing: its own bar counts verdicts
+                verdicts = ctx.verify(pairs, f"verify eval ({len(pairs)} samples)")
+                turn_done(1)
+                return verdicts
+
+            summary = evaluate_policy(policy, verify_turn, runnable, cfg, config.verifier.backend, config.seed)
         ctx.warehouse.add_eval_results(ctx.run_id, summary.rows)
         metrics = {**summary.metrics, "problems": len(runnable), "problems/reference_broken": len(broken)}
         ctx.mlflow.log_metrics(metrics)

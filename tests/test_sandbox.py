@@ -217,3 +217,29 @@ def test_a_sandbox_may_write_a_file_as_large_as_its_memory_holds_not_more():
 
     assert file_size_limit(4096) == 8 << 30  # the floor: small sandboxes keep the old limit
     assert file_size_limit(32768) == 32 << 30 > 12_884_901_888
+
+
+def test_sandbox_starts_racing_each_other_leave_multiprocessing_as_they_found_it():
+    """Sandboxes start from many verifier threads at once. A thread that read multiprocessing's preparation hook
+    while another held the start lock put the other's wrapper back when it finished, one layer deeper each race,
+    until a warmup RL run on the CPU died of RecursionError after ten steps."""
+    import multiprocessing.spawn as mp_spawn
+    import threading
+
+    from verifier.sandboxes import _without_main_module
+
+    original = mp_spawn.get_preparation_data
+    waiting = threading.Event()
+
+    def second():
+        waiting.set()
+        with _without_main_module():
+            pass
+
+    with _without_main_module():
+        racer = threading.Thread(target=second)
+        racer.start()
+        waiting.wait()
+        time.sleep(0.2)  # the racer is at the lock now
+    racer.join(timeout=10)
+    assert mp_spawn.get_preparation_data is original

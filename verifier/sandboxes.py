@@ -49,15 +49,15 @@ def _without_main_module():
     """Start processes without multiprocessing's re-import of the program's `__main__` in the child (it does
     that for spawn and forkserver children). A sandbox must run none of the user's code, and a script that
     imports modules touching CUDA at top level would leave the forked sandbox unable to use the GPU."""
-    original = mp_spawn.get_preparation_data
+    with _START_LOCK:  # read the original under the lock: read outside it, a waiting thread would capture the
+        original = mp_spawn.get_preparation_data  # holder's wrapper and put it back, one layer more each race
 
-    def preparation_data(name):
-        data = original(name)
-        data.pop("init_main_from_path", None)
-        data.pop("init_main_from_name", None)
-        return data
+        def preparation_data(name):
+            data = original(name)
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+            return data
 
-    with _START_LOCK:
         mp_spawn.get_preparation_data = preparation_data
         try:
             yield
