@@ -12,7 +12,7 @@ is dropped (a box serves no UI). On the box:
 
     python -m benchmarks.gpu_box_bundle                       # -> .kerneldojo/gpu/site.tar.xz
     python -m benchmarks.gpu_box_bundle --extra deepspeed     # also what deepspeed needs (the gpu extra)
-    python -m benchmarks.gpu_box_bundle --leave-out z3-solver # evaluation and the verifier only (~43 MiB)
+    python -m benchmarks.gpu_box_bundle --leave-out z3-solver # evaluation and the verifier only (no synthesis)
 """
 
 from __future__ import annotations

@@ -95,3 +95,18 @@ def test_rl_ranks_compares_one_process_with_two_ranks_on_the_same_batches(capsys
     for row in rows:  # one process's loss and the ranks' summed shares: the same update
         assert float(row[1]) == pytest.approx(float(row[2]), rel=1e-4, abs=1e-6)
     assert "update speedup with 2 ranks" in out
+
+
+def test_gpu_box_bundle_takes_what_the_box_lacks_with_the_extras_asked_for(tmp_path):
+    from benchmarks.gpu_box_bundle import NEVER, box_packages, closure
+
+    listing = tmp_path / "pip-list.txt"
+    listing.write_text("# a comment\nPackage    Version\n---------- -------\nPyYAML     6.0.2\ntorch      2.11.0\n"
+                       "numpy==2.4.0\n")
+    assert box_packages(listing) == {"pyyaml", "torch", "numpy"}
+    needed = closure(["kerneldojo"])
+    # the pipeline's own packages, and what they ask for through extras: prefect wants sqlalchemy[asyncio], whose
+    # greenlet the box lacked (Prefect's server would not start there without it)
+    assert {"prefect", "mlflow", "duckdb", "sqlalchemy", "greenlet", "pydantic"} <= set(needed)
+    assert needed["prefect"].startswith("prefect==")
+    assert all(NEVER.match(name) for name in ("torch", "nvidia_cublas_cu12", "triton"))
