@@ -28,6 +28,8 @@ from pathlib import Path
 
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 BOX_ENV = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
@@ -36,12 +38,8 @@ BOX_ENV = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platf
 # pip takes an explicit --platform literally (no older glibc tags implied): name every one the box's glibc runs
 PLATFORMS = ["manylinux1_x86_64", "manylinux2010_x86_64", "manylinux2014_x86_64",
              *(f"manylinux_2_{minor}_x86_64" for minor in (5, 12, 17, 24, 27, 28, 31, 34)), "any"]
-NEVER = re.compile(r"^(torch|nvidia_.*|triton|kerneldojo)$")  # the box has its own CUDA torch stack
+NEVER = re.compile(r"^(torch|nvidia[-_].*|triton|kerneldojo)$")  # the box has its own CUDA torch stack
 DROPPED = ["mlflow/server/js", "bin"]  # the MLflow UI's JavaScript (~20 MB), console scripts
-
-
-def normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def box_packages(listing: Path) -> set[str]:
@@ -50,7 +48,7 @@ def box_packages(listing: Path) -> set[str]:
     for line in listing.read_text().splitlines():
         word = re.split(r"[\s=]", line.strip(), maxsplit=1)[0]
         if word and not word.startswith(("Package", "---", "#")):
-            names.add(normalise(word))
+            names.add(canonicalize_name(word))
     return names
 
 
@@ -67,7 +65,7 @@ def closure(roots: list[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     while todo:
         name, extras = todo.pop()
-        key = normalise(name)
+        key = canonicalize_name(name)
         if key in wanted and extras <= wanted[key]:
             continue
         wanted[key] = wanted.get(key, set()) | extras
@@ -95,17 +93,18 @@ def main(argv: list[str] | None = None) -> None:
 
     have = box_packages(args.box_packages)
     needed = {k: v for k, v in closure(["kerneldojo", "pytest", "pytest-timeout", *args.extra]).items()
-              if k not in have and not NEVER.match(k) and k not in {normalise(n) for n in args.leave_out}}
+              if k not in have and not NEVER.match(k) and k not in {canonicalize_name(n) for n in args.leave_out}}
     print(f"{len(needed)} distributions the box lacks: {', '.join(sorted(needed))}")
     wheels = args.out.parent / "wheels"  # kept: a second bundle downloads only what changed
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "site"
         pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
         platforms = [a for p in PLATFORMS for a in ("--platform", p)]
+        have_wheels = {f"{name}=={version}" for name, version, *_ in map(parse_wheel_filename,
+                                                                         (w.name for w in wheels.glob("*.whl")))}
         for pin in sorted(needed.values()):
             name, version = pin.split("==")
-            if any(normalise(w.name.split("-")[0]) == normalise(name) and w.name.split("-")[1] == version
-                   for w in wheels.glob("*.whl")):
+            if f"{canonicalize_name(name)}=={Version(version)}" in have_wheels:  # already downloaded
                 continue
             got = subprocess.run([*pip, "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12",
                                   *platforms, "-d", str(wheels), pin], capture_output=True, text=True)
