@@ -38,6 +38,21 @@ def sandbox_processes() -> list[int]:
     return found
 
 
+def describe_processes(pids: list[int]) -> str:
+    """pid, state, parent and command line of each: what a leftover was, in a failure's message."""
+    lines = []
+    for pid in pids:
+        try:
+            status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if ":" in line)
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            lines.append(f"{pid} {status.get('State', '?').strip()} ppid {status.get('PPid', '?').strip()} "
+                         f"{cmdline[:160]}")
+        except OSError:
+            lines.append(f"{pid} (gone)")
+    return "\n".join(lines)
+
+
 def children_of(pid: int) -> list[int]:
     kids = []
     for entry in Path("/proc").iterdir():
@@ -243,3 +258,25 @@ def test_sandbox_starts_racing_each_other_leave_multiprocessing_as_they_found_it
         time.sleep(0.2)  # the racer is at the lock now
     racer.join(timeout=10)
     assert mp_spawn.get_preparation_data is original
+
+
+def test_closing_a_factory_leaves_no_spare_being_started(tmp_path):
+    """A spare's refill runs in its own thread: closed while that thread was still starting a sandbox, the factory
+    returned and the sandbox lived on until the thread noticed; the next verdict then found a stranger's process
+    (seen on the H200 right after a pool of spares had closed)."""
+    import threading
+
+    from verifier.sandboxes import SandboxFactory
+
+    class SlowStarts(SandboxFactory):  # a start as slow as one with a CUDA context on a loaded machine
+        def start(self, role, device_index=0, processes=None):
+            box = super().start(role, device_index, processes)
+            if threading.current_thread() is not threading.main_thread():
+                time.sleep(1.0)
+            return box
+
+    cfg = load_config(None, ["verifier.spare_sandboxes=2"]).verifier
+    factory = SlowStarts(cfg, tmp_path / "cache", "cpu")
+    factory.take("run").close()  # starts the refill of two spares behind it
+    factory.close()
+    assert sandbox_processes() == []

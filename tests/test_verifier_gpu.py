@@ -181,7 +181,7 @@ def cuda_attacks(secret_file: str, cache_dir: str) -> dict[str, tuple[Candidate,
 
 
 def test_cuda_attacks_fail_and_leave_the_machine_as_it_was(tmp_path):
-    from tests.test_sandbox import sandbox_processes
+    from tests.test_sandbox import describe_processes, sandbox_processes
 
     secret = tmp_path / "secret.txt"
     secret.write_text(SECRET)
@@ -198,7 +198,8 @@ def test_cuda_attacks_fail_and_leave_the_machine_as_it_was(tmp_path):
             v = judge.verify(problem, cand, static_rules=static)
             assert v.category == category and v.rule == rule, f"{name}: {v.category} {v.rule} {v.detail}"
             assert "ATTACK SUCCEEDED" not in v.detail and SECRET not in v.detail, f"{name}: {v.detail}"
-            assert sandbox_processes() == [], name
+            left = sandbox_processes()
+            assert left == [], f"{name} left:\n{describe_processes(left)}"
             if name == "device_nodes_and_processes":
                 view = v.detail.split("VIEW ", 1)[1].split(" PIDS ")
                 nodes = set(view[0].split())

@@ -300,6 +300,7 @@ class SandboxFactory:
         self._spares: dict[tuple[str, int], list[Sandbox]] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._refills: set[threading.Thread] = set()  # joined by close(): none may start a sandbox after it
         self._gpu: dict[int, tuple[tuple[str, ...], str]] = {}
 
     def _gpu_view(self, device_index: int) -> tuple[tuple[str, ...], str]:
@@ -351,7 +352,11 @@ class SandboxFactory:
                 else:
                     box.close()
         if self.config.spare_sandboxes:
-            threading.Thread(target=self._refill, args=key, daemon=True).start()
+            with self._lock:
+                if not self._closed:
+                    refill = threading.Thread(target=self._refill, args=key, daemon=True)
+                    self._refills.add(refill)
+                    refill.start()
         return taken or self.start(role, device_index)
 
     def take_run_sandbox(self, device_index: int) -> Sandbox:
@@ -359,18 +364,24 @@ class SandboxFactory:
 
     def _refill(self, role: str, device_index: int) -> None:
         key = (role, device_index)
-        with self._lock:
-            wanted = self.config.spare_sandboxes - len(self._spares.setdefault(key, []))
-        for _ in range(max(0, wanted)):
-            try:
-                box = self.start(role, device_index)
-            except Exception:  # a spare is an optimisation: the next candidate starts its own
-                return
+        try:
             with self._lock:
-                if self._closed or len(self._spares[key]) >= self.config.spare_sandboxes:
-                    box.close()
+                wanted = self.config.spare_sandboxes - len(self._spares.setdefault(key, []))
+            for _ in range(max(0, wanted)):
+                if self._closed:
                     return
-                self._spares[key].append(box)
+                try:
+                    box = self.start(role, device_index)
+                except Exception:  # a spare is an optimisation: the next candidate starts its own
+                    return
+                with self._lock:
+                    if self._closed or len(self._spares[key]) >= self.config.spare_sandboxes:
+                        box.close()
+                        return
+                    self._spares[key].append(box)
+        finally:
+            with self._lock:
+                self._refills.discard(threading.current_thread())
 
     def build_runner(self, device_index: int, cuda_arch: str | None) -> JailedRunner:
         env = {"TORCH_CUDA_ARCH_LIST": f"{cuda_arch[:-1]}.{cuda_arch[-1]}"} if cuda_arch else {}
@@ -381,12 +392,17 @@ class SandboxFactory:
             return [box.pid for box in self._spares.get(("run", device_index), []) if box.alive()]
 
     def close(self) -> None:
+        """Close the spares and wait for the refills in flight (each closes the sandbox it was starting), so
+        that no sandbox of this factory outlives the call."""
         with self._lock:
             self._closed = True
             spares = [box for group in self._spares.values() for box in group]
             self._spares.clear()
+            refills = list(self._refills)
         for box in spares:
             box.close()
+        for refill in refills:
+            refill.join(timeout=120)
 
 
 def _visible_gpu(device_index: int) -> str:
