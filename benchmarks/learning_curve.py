@@ -9,6 +9,11 @@ under the stage run it evaluates: the same numbers side by side in MLflow's comp
     python -m benchmarks.learning_curve --seeds 0 1 2 --config configs/mini.yaml   # the miniature (a GPU)
     python -m benchmarks.learning_curve --seeds 0 --set synthesize.num_problems=8  # a smoke run on a CPU
     python -m benchmarks.learning_curve --runs stage_runs_0.json stage_runs_1.json        # tables only
+    python -m benchmarks.learning_curve --seeds 0 1 2 --from-run distill-0eee7bec1c ...   # seeds share the data
+
+With `--from-run <a distill run>`, every seed trains from SFT on the same distilled corpus and is evaluated on the
+same held-out split: the seeds then vary what training varies (initialisation, sampling, batch order), and the
+data stages run once.
 
 The expected shape (MusaCoder Table 2, LEAP Table 1): RFT >= SFT, warmup RL >= RFT on pass@1, LEAP >= warmup
 on turn-M accuracy. Whatever the numbers say is what the table shows.
@@ -27,12 +32,14 @@ from warehouse.reports import evaluation_rows, held_out_table
 EVALUATED_AFTER = [s for s in POLICY_STAGES if s != "leap_rl"]  # leap_rl: the pipeline's own last evaluate
 
 
-def run_seeds(config_path: str | None, sets: list[str], seeds: list[int]) -> list[dict[str, str]]:
-    """One pipeline per seed; its {stage or evaluate@stage: stage run id}."""
+def run_seeds(config_path: str | None, sets: list[str], seeds: list[int],
+              from_run: str | None = None) -> list[dict[str, str]]:
+    """One pipeline per seed (continued after `from_run` when given); its {stage or evaluate@stage: stage run id}."""
     from flows.pipeline import pipeline
 
     after = "evaluate.after=[" + ",".join(EVALUATED_AFTER) + "]"
-    return [pipeline(config_path=config_path, overrides=[*sets, f"seed={seed}", after]) for seed in seeds]
+    return [pipeline(config_path=config_path, overrides=[*sets, f"seed={seed}", after], from_run=from_run)
+            for seed in seeds]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -40,6 +47,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", default=None, help="a pipeline config (default: the embedded tiny one)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--from-run", default=None, help="continue every seed's pipeline after this stage run "
+                        "(a distill run: the seeds share its data and held-out split)")
     parser.add_argument("--runs", nargs="*", default=None, help="tables only: JSON files of finished pipelines' "
                         "{stage: run id} (a pipeline's stage_runs.json artifact in MLflow)")
     parser.add_argument("--markdown", default=None, help="also write the table (and the command) to this file")
@@ -51,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
 
     config = load_config(args.config, args.set)
     if args.runs is None:
-        all_runs = run_seeds(args.config, args.set, args.seeds)
+        all_runs = run_seeds(args.config, args.set, args.seeds, args.from_run)
     else:
         all_runs = [json.loads(Path(r).read_text()) for r in args.runs]
     warehouse = Warehouse(Home.of(config).warehouse_path)

@@ -162,10 +162,21 @@ def _print_held_out(cfg, runs: dict[str, str]) -> None:
 
 @app.command()
 def run(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
-        set_: list[str] = typer.Option([], "--set", help=SET_HELP)) -> None:
+        set_: list[str] = typer.Option([], "--set", help=SET_HELP),
+        from_run: Optional[str] = typer.Option(None, "--from-run", help="continue after this stage run (e.g. a "
+                                               "distill run: SFT onwards on its data; its lineage stands for the "
+                                               "stages before)")) -> None:
     """Run the whole DAG: synthesize -> hints -> distill -> sft -> rft -> warmup_rl -> leap_rl -> evaluate."""
     cfg = load_config(config, set_)
-    cfg.check_paths()
+    if from_run:
+        from flows.pipeline import stages_done
+
+        warehouse = _open_warehouse(cfg)
+        if warehouse is None:
+            raise WarehouseError(f"no warehouse at {Home.of(cfg).warehouse_path} yet: --from-run names a run of it")
+        cfg.check_paths([s for s in STAGES if s not in stages_done(warehouse, from_run)])
+    else:
+        cfg.check_paths()
     from training.distributed import check_split
 
     for name in STAGES:  # a late stage's batches that cannot split over the ranks: said before anything starts
@@ -175,7 +186,7 @@ def run(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG
     from flows.pipeline import pipeline
 
     started = time.perf_counter()
-    runs = pipeline(config_path=config, overrides=set_)
+    runs = pipeline(config_path=config, overrides=set_, from_run=from_run)
     console.print(f"\n[bold green]pipeline finished[/] in {time.perf_counter() - started:.0f} s")
     _print_runs(cfg, only=set(runs.values()))
     _print_held_out(cfg, runs)

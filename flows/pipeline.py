@@ -17,7 +17,8 @@ from warehouse.tracking import Tracker, run_tags
 
 
 @flow(name="kerneldojo-pipeline", log_prints=True)
-def pipeline(config_path: str | None = None, overrides: list[str] | None = None) -> dict[str, str]:
+def pipeline(config_path: str | None = None, overrides: list[str] | None = None,
+             from_run: str | None = None) -> dict[str, str]:
     """Run every stage in order; each stage run records its parent, so lineage reaches back to `synthesize`.
     With `evaluate.after`, the policy is also evaluated after those stages (`evaluate@<stage>` in the result).
     Returns {stage: stage_run_id}.
@@ -25,21 +26,27 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None)
     Args:
         config_path: A pipeline YAML on the worker (empty: the embedded tiny config).
         overrides: Config overrides, KEY=VALUE each (e.g. `sft.epochs=5`, `evaluate.after=[sft,rft]`).
+        from_run: Continue the DAG after this succeeded stage run (e.g. a `distill` run: SFT onwards on its data);
+            it and its ancestors stand for the stages up to it. Empty: from `synthesize`.
     """
     config = load_config(config_path, overrides)
     for stage in STAGES:  # before any stage runs: a late stage's batches that cannot be split over the ranks
         check_split(config, stage, config.distributed.processes)
     home = Home.of(config)
+    done = stages_done(Warehouse(home.warehouse_path), from_run) if from_run else {}
     pipeline_run_id = f"pipeline-{uuid.uuid4().hex[:10]}"
     started = time.perf_counter()
     tracker = Tracker(home.root)
-    parent = tracker.start_run(pipeline_run_id, params={**config.model_dump(), "home": str(home.root)},
+    parent = tracker.start_run(pipeline_run_id, params={**config.model_dump(), "home": str(home.root),
+                                                        "from_run": from_run or ""},
                                tags={"kerneldojo.pipeline_run_id": pipeline_run_id, **run_tags(prefect_flow_run())})
     announce_pipeline_run(pipeline_run_id, mlflow_run_link(tracker.experiment_id, parent.run_id))
-    runs: dict[str, str] = {}
-    previous: str | None = None
+    runs: dict[str, str] = dict(done)
+    previous: str | None = from_run
     try:
         for stage in STAGES:
+            if stage in done:
+                continue
             kwargs = dict(pipeline_mlflow_run_id=parent.run_id, pipeline_run_id=pipeline_run_id)
             if previous is None:
                 previous = run_stage_task(stage, config, **kwargs)
@@ -62,6 +69,14 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None)
                         **pipeline_metrics(warehouse, runs)})
     parent.finish(ok=True)
     return runs
+
+
+def stages_done(warehouse: Warehouse, from_run: str) -> dict[str, str]:
+    """{stage: run} for `from_run`'s stage and every stage before it, read from its lineage: what a pipeline
+    continued from `from_run` does not run again."""
+    run = warehouse.succeeded_run(from_run, STAGES[:-1])  # not after an evaluation: nothing follows it
+    before = STAGES[: STAGES.index(run.stage) + 1]
+    return {stage: warehouse.ancestor(from_run, stage).id for stage in before}
 
 
 HELD_OUT_METRICS = ("accuracy/", "fast_", "speedup/", "pass_at_", "avg_at_")  # per-level ones stay on the evaluation

@@ -176,6 +176,22 @@ def test_evaluate_takes_any_policy_stage_and_nothing_else(demo):
         stage(name="evaluate", from_run=runs["distill"], overrides=overrides)
 
 
+def test_a_pipeline_continues_after_an_earlier_run_without_running_it_again(demo):
+    """`from_run`: the stages up to it are its lineage (not run again); the rest builds on it, as `kerneldojo run
+    --from-run` and the learning curve's seeds sharing one distilled corpus do."""
+    runs, _, overrides, wh = demo
+    before = len(wh.stage_runs())
+    continued = pipeline(overrides=[*overrides, "evaluate.after=[]"], from_run=runs["warmup_rl"])
+    assert {s: continued[s] for s in STAGES[:5]} == {s: runs[s] for s in STAGES[:5]}
+    assert continued["leap_rl"] != runs["leap_rl"] and continued["evaluate"] != runs["evaluate"]
+    assert len(wh.stage_runs()) == before + 2  # leap_rl and its evaluation, nothing else
+    assert wh.stage_run(continued["leap_rl"]).parent_ids == [runs["warmup_rl"]]
+    assert [r.stage for r in wh.lineage(continued["evaluate"])] == list(reversed(STAGES))
+    refused = CliRunner().invoke(app, ["run", "--from-run", runs["evaluate"], "--config", _config_file(overrides)])
+    assert refused.exit_code != 0 and "is a 'evaluate' run, expected" in refused.output
+    assert len(wh.stage_runs()) == before + 2
+
+
 def test_rerun_one_stage_from_an_earlier_run(demo):
     runs, _, overrides, wh = demo
     before = {t: wh.count(t, runs["rft"]) for t in ("candidates", "verdicts", "sft_examples", "checkpoints")}
