@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import time
@@ -80,9 +81,11 @@ class StageContext:
         """Verify in the pool (duplicates judged once), record candidates and verdicts, return in order."""
         unique = {c.id: (p, c) for p, c in pairs}
         verdicts: dict[str, Verdict] = {}
+        started = time.perf_counter()
         with progress_bar(description, len(unique)) as advance:
             for v in self.pool.verify_many(unique.values(), on_verdict=lambda _: advance(1)):
                 verdicts[v.candidate_id] = v
+        self._note_throughput(description, list(verdicts.values()), time.perf_counter() - started)
         self.warehouse.add_candidates(self.run_id, [c for _, c in unique.values()])
         r = self.config.reward
         self.warehouse.add_verdicts(self.run_id, [(v, correctness_first_reward(v, r.lam, r.nu_max))
@@ -93,6 +96,31 @@ class StageContext:
                 kept.append({"problem": problem.name or problem.id, "candidate_id": cand.id,
                              "verdict": verdicts[cand.id].model_dump(mode="json"), "source": cand.source})
         return [verdicts[c.id] for _, c in pairs]
+
+    def _note_throughput(self, description: str, verdicts: list[Verdict], seconds: float) -> None:
+        """Where verification time goes, summed over this run's calls with this description (an RL stage makes
+        one a step): verdicts a second and the mean seconds a verdict spends in each judge phase (build,
+        reference, start, trials, timing, ...), in the run's summary and MLflow; a long call also says it."""
+        if not verdicts:
+            return
+        key = re.sub(r"\s*\(.*?\)|\s*\d+", "", description).replace(" ", "_")  # "verify step 3": "verify_step"
+        entry = self.summary.setdefault("verifier", {}).setdefault(
+            key, {"calls": 0, "verdicts": 0, "seconds": 0.0, "phase_seconds": {}})
+        entry["calls"] += 1
+        entry["verdicts"] += len(verdicts)
+        entry["seconds"] = round(entry["seconds"] + seconds, 2)
+        for v in verdicts:
+            for phase, spent in v.phases.items():
+                entry["phase_seconds"][phase] = round(entry["phase_seconds"].get(phase, 0.0) + spent, 2)
+        entry["per_second"] = round(entry["verdicts"] / max(entry["seconds"], 1e-9), 2)
+        means = {phase: spent / entry["verdicts"] for phase, spent in entry["phase_seconds"].items()}
+        self.mlflow.log_metrics({f"verifier/{key}/per_second": entry["per_second"],
+                                 **{f"verifier/{key}/mean_{phase}_s": m for phase, m in means.items()}},
+                                step=entry["calls"])
+        if seconds >= 60:
+            busiest = ", ".join(f"{phase} {m:.2f}" for phase, m in sorted(means.items(), key=lambda x: -x[1])[:5])
+            console.print(f"{description}: {len(verdicts)} verdicts in {seconds:.0f} s "
+                          f"({len(verdicts) / seconds:.2f}/s); mean s a verdict: {busiest}")
 
     def log_problems(self, problems: list[Problem], run_id: str, context: str) -> None:
         """The problems a run made or used, as an MLflow dataset named after the stage run that holds them."""

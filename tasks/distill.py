@@ -53,21 +53,32 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
                                out.completion))
             else:
                 refusals[(out.refusal or "unknown").split(" (")[0][:80]] += 1
-        verdicts = ctx.verify([(p, c) for p, c, _ in solved], "verify teacher kernels")
+        # Mutants of every solved kernel, judged in one pass with the kernels, each problem's beside its kernel:
+        # the judge then makes a problem's reference trials once for both (two passes over thousands of problems
+        # made them twice, the first pass's long evicted). A mutant whose kernel fails is dropped below.
+        bugs = mutants([(p, completion) for p, _, completion in solved], cfg.mutants_per_problem, config.seed)
+        bug_candidates = [_candidate(p, mutated, backend, f"mutant:{kind}") for p, _, mutated, kind in bugs]
+        bugs_of: dict[str, list[Candidate]] = {}
+        for (p, *_), c in zip(bugs, bug_candidates):
+            bugs_of.setdefault(p.id, []).append(c)
+        pairs = []
+        for p, kernel, _ in solved:
+            pairs += [(p, kernel), *((p, bug) for bug in bugs_of.get(p.id, []))]
+        by_id = {c.id: v for (_, c), v in zip(pairs, ctx.verify(pairs, "verify teacher kernels and mutants"))}
+        verdicts = [by_id[c.id] for _, c, _ in solved]
         verified = [(p, c, completion) for (p, c, completion), v in zip(solved, verdicts) if v.passed]
         rows = {"kernel": [{"id": c.id, "problem_id": p.id, "task": "kernel", "candidate_id": c.id,
                             "messages": prompt_messages(p, backend, config.hints.max_hint_lines),
                             "completion": completion} for p, c, completion in verified],
                 "reviewer": [reviewer_example(p, c.source, v, backend) for (p, c, _), v in zip(solved, verdicts)],
                 "diagnosis": [], "qa": [ex for p in problems for ex in qa_examples(p, cfg.qa_per_problem)]}
-        bugs = mutants([(p, completion) for p, _, completion in verified], cfg.mutants_per_problem, config.seed)
-        if bugs:
-            bug_candidates = [_candidate(p, mutated, backend, f"mutant:{kind}") for p, _, mutated, kind in bugs]
-            bug_verdicts = ctx.verify([(p, c) for (p, *_), c in zip(bugs, bug_candidates)], "verify mutants")
-            for (problem, fixed, mutated, _), cand, verdict in zip(bugs, bug_candidates, bug_verdicts):
-                rows["reviewer"].append(reviewer_example(problem, cand.source, verdict, backend))
-                if not verdict.passed:
-                    rows["diagnosis"].append(diagnosis_example(problem, mutated, verdict, fixed, backend))
+        passed = {p.id for p, _, _ in verified}
+        bugs = [(bug, cand) for bug, cand in zip(bugs, bug_candidates) if bug[0].id in passed]  # a verified fix only
+        for (problem, fixed, mutated, _), cand in bugs:
+            verdict = by_id[cand.id]
+            rows["reviewer"].append(reviewer_example(problem, cand.source, verdict, backend))
+            if not verdict.passed:
+                rows["diagnosis"].append(diagnosis_example(problem, mutated, verdict, fixed, backend))
         rng = random.Random(config.seed)
         examples = []
         for task_name, task_rows in rows.items():

@@ -59,6 +59,13 @@ def test_every_stage_wrote_its_rows(demo):
             assert wh.count(table, runs[stage_name]) > 0, f"{stage_name} wrote no {table}"
     tasks = {e["task"] for e in wh.sft_examples(runs["distill"])}
     assert tasks == {"kernel", "reviewer", "diagnosis", "qa"}  # MusaCoder's multi-task corpora
+    # where verification time went: kernels and mutants judged in one pass, its rate and phases in the summary
+    profile = wh.summary(runs["distill"])["verifier"]
+    assert list(profile) == ["verify_teacher_kernels_and_mutants"]
+    assert profile["verify_teacher_kernels_and_mutants"]["verdicts"] == wh.count("verdicts", runs["distill"]) > 8
+    assert profile["verify_teacher_kernels_and_mutants"]["per_second"] > 0
+    assert "trials" in profile["verify_teacher_kernels_and_mutants"]["phase_seconds"]
+    assert wh.summary(runs["leap_rl"])["verifier"]["verify_step"]["calls"] >= 1
     hinted = wh.problems(runs["hints"])
     assert len(hinted) == 8 and all(p.hints for p in hinted)
     # cpu backend: graphs solved at GPU size, scaled down, both recorded through synthesize and hints
