@@ -110,3 +110,31 @@ def test_gpu_box_bundle_takes_what_the_box_lacks_with_the_extras_asked_for(tmp_p
     assert {"prefect", "mlflow", "duckdb", "sqlalchemy", "greenlet", "pydantic"} <= set(needed)
     assert needed["prefect"].startswith("prefect==")
     assert all(NEVER.match(name) for name in ("torch", "nvidia_cublas_cu12", "triton"))
+
+
+def test_stage_chain_goes_on_where_the_last_command_stopped_and_never_starts_past_its_deadline(tmp_path, capsys):
+    from benchmarks.stage_chain import run_chain
+    from schemas.config import ConfigError
+    from warehouse.store import Warehouse
+
+    overrides = [f"home={tmp_path / 'home'}", "synthesize.num_problems=4"]
+    state = tmp_path / "chain.json"
+    assert run_chain(["synthesize", "hints"], state, None, overrides, deadline_s=0.0) == {}
+    assert "synthesize and after wait for the next invocation" in capsys.readouterr().out
+    first = run_chain(["synthesize"], state, None, overrides, deadline_s=float("inf"))
+    assert run_chain(["synthesize", "hints", "distill"], state, None, overrides, deadline_s=0.0) == first
+    assert "hints and after wait" in capsys.readouterr().out  # synthesize is done: skipped, not past the deadline
+    second = run_chain(["synthesize", "hints"], state, None, overrides, deadline_s=float("inf"))
+    assert second["synthesize"] == first["synthesize"]  # not run again
+    warehouse = Warehouse(tmp_path / "home" / "warehouse.duckdb")
+    assert warehouse.stage_run(second["hints"]).parent_ids == [first["synthesize"]]
+    assert json.loads(state.read_text()) == second
+    assert len(warehouse.stage_runs()) == 2
+    # a state filled from a run's lineage; steps named wrong, or reading from a run the state lacks, are refused
+    other = tmp_path / "other.json"
+    assert run_chain([], other, None, overrides, 0.0, from_run=second["hints"]) == second
+    with pytest.raises(ConfigError, match="unknown step 'evaluate@nothing'"):
+        run_chain(["sft", "evaluate@nothing"], other, None, overrides, float("inf"))
+    with pytest.raises(ConfigError, match="reads from a distill run and the state has none"):
+        run_chain(["sft"], other, None, overrides, float("inf"))
+    assert len(warehouse.stage_runs()) == 2

@@ -1,0 +1,92 @@
+"""The DAG one stage at a time, across commands that each may run only minutes (a lent GPU box, a CI job).
+
+A state file holds {stage or evaluate@stage: stage run id} — the same map a pipeline returns and
+`benchmarks.learning_curve --runs` reads. Each invocation runs the listed steps in order, each against the run
+the state holds for its upstream stage, skips those the state already has, and starts none after `--deadline`
+seconds, so a step is never cut in half by the command's limit; the next invocation goes on where this one
+stopped.
+
+    python -m benchmarks.stage_chain --state chain.json --from-run distill-0eee7bec1c --deadline 420 \\
+        -c configs/mini.yaml --set seed=1 --set evaluate.split=test -- sft evaluate@sft rft evaluate@rft
+    python -m benchmarks.stage_chain --state chain.json --deadline 420 -c configs/mini.yaml --set seed=1 \\
+        --set evaluate.split=test -- warmup_rl evaluate@warmup_rl leap_rl evaluate
+    python -m benchmarks.learning_curve --runs chain.json -c configs/mini.yaml --set evaluate.split=test
+
+`evaluate@<stage>` evaluates that stage's policy (the pipeline's `evaluate.after`); `evaluate` alone is the
+final one, of `leap_rl`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from schemas.config import STAGES, UPSTREAM, ConfigError, load_config
+
+
+def step_parts(step: str) -> tuple[str, str | None]:
+    """(stage to run, state key of the run it reads from) of a step."""
+    stage, _, evaluated = step.partition("@")
+    if stage not in STAGES or (evaluated and (stage != "evaluate" or evaluated not in STAGES)):
+        raise ConfigError(f"unknown step {step!r}: a stage ({', '.join(STAGES)}) or evaluate@<stage>")
+    if stage == "evaluate":
+        return stage, evaluated or "leap_rl"
+    return stage, UPSTREAM.get(stage)
+
+
+def run_chain(steps: list[str], state_path: Path, config_path: str | None, overrides: list[str],
+              deadline_s: float, from_run: str | None = None) -> dict[str, str]:
+    from flows.pipeline import stages_done
+    from flows.stages import stage
+    from tasks.common import Home
+    from warehouse.store import Warehouse
+
+    for step in steps:
+        step_parts(step)  # every step named right before any runs
+    started = time.perf_counter()
+    state: dict[str, str] = json.loads(state_path.read_text()) if state_path.exists() else {}
+    if from_run:
+        config = load_config(config_path, overrides)
+        state = {**stages_done(Warehouse(Home.of(config).warehouse_path), from_run), **state}
+        state_path.write_text(json.dumps(state, indent=1))
+    for step in steps:
+        if step in state:
+            continue
+        used = time.perf_counter() - started
+        if used > deadline_s:
+            print(f"[stage_chain] {used:.0f} s used, past the deadline ({deadline_s:g} s): {step} and after wait "
+                  "for the next invocation", flush=True)
+            break
+        name, upstream = step_parts(step)
+        if upstream is not None and upstream not in state:
+            raise ConfigError(f"step {step!r} reads from a {upstream} run and the state has none: run that step "
+                              "first or give --from-run")
+        step_started = time.perf_counter()
+        state[step] = stage(name=name, from_run=state.get(upstream) if upstream else None, config_path=config_path,
+                            overrides=overrides)
+        state_path.write_text(json.dumps(state, indent=1))
+        print(f"[stage_chain] {step}: {state[step]} in {time.perf_counter() - step_started:.0f} s", flush=True)
+    return state
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--state", required=True, type=Path, help="JSON {step: stage run id}, read and updated")
+    parser.add_argument("--from-run", default=None, help="fill the state with this run and its lineage first")
+    parser.add_argument("--deadline", type=float, default=float("inf"), help="start no step after this many s")
+    parser.add_argument("--config", "-c", default=None)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("steps", nargs="+", help="stages, evaluate@<stage>, or evaluate")
+    args = parser.parse_args(argv)
+    try:
+        state = run_chain(args.steps, args.state, args.config, args.set, args.deadline, args.from_run)
+    except ConfigError as exc:
+        sys.exit(f"error: {exc}")
+    print(json.dumps(state), flush=True)
+
+
+if __name__ == "__main__":
+    main()
