@@ -53,17 +53,19 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
                                out.completion))
             else:
                 refusals[(out.refusal or "unknown").split(" (")[0][:80]] += 1
-        # Mutants of every solved kernel, judged in one pass with the kernels, each problem's beside its kernel:
-        # the judge then makes a problem's reference trials once for both (two passes over thousands of problems
-        # made them twice, the first pass's long evicted). A mutant whose kernel fails is dropped below.
+        # Mutants of every solved kernel, judged in one pass with the kernels, block by block: a block's kernels,
+        # then its mutants, while the judge still keeps the block's references (trials made once, not twice as
+        # when all mutants came after all kernels; a mutant right beside its kernel waited for the kernel's
+        # reference instead of running). A mutant whose kernel fails is dropped below.
         bugs = mutants([(p, completion) for p, _, completion in solved], cfg.mutants_per_problem, config.seed)
         bug_candidates = [_candidate(p, mutated, backend, f"mutant:{kind}") for p, _, mutated, kind in bugs]
         bugs_of: dict[str, list[Candidate]] = {}
         for (p, *_), c in zip(bugs, bug_candidates):
             bugs_of.setdefault(p.id, []).append(c)
-        pairs = []
-        for p, kernel, _ in solved:
-            pairs += [(p, kernel), *((p, bug) for bug in bugs_of.get(p.id, []))]
+        block, pairs = max(1, config.verifier.kept_problems // 2), []
+        for start in range(0, len(solved), block):
+            pairs += [(p, kernel) for p, kernel, _ in solved[start:start + block]]
+            pairs += [(p, bug) for p, _, _ in solved[start:start + block] for bug in bugs_of.get(p.id, [])]
         by_id = {c.id: v for (_, c), v in zip(pairs, ctx.verify(pairs, "verify teacher kernels and mutants"))}
         verdicts = [by_id[c.id] for _, c, _ in solved]
         verified = [(p, c, completion) for (p, c, completion), v in zip(solved, verdicts) if v.passed]
