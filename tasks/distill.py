@@ -64,8 +64,9 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
             bugs_of.setdefault(p.id, []).append(c)
         block, pairs = max(1, config.verifier.kept_problems // 2), []
         for start in range(0, len(solved), block):
-            pairs += [(p, kernel) for p, kernel, _ in solved[start:start + block]]
-            pairs += [(p, bug) for p, _, _ in solved[start:start + block] for bug in bugs_of.get(p.id, [])]
+            chunk = solved[start:start + block]
+            pairs += [(p, kernel) for p, kernel, _ in chunk]
+            pairs += [(p, bug) for p, _, _ in chunk for bug in bugs_of.get(p.id, [])]
         by_id = {c.id: v for (_, c), v in zip(pairs, ctx.verify(pairs, "verify teacher kernels and mutants"))}
         verdicts = [by_id[c.id] for _, c, _ in solved]
         verified = [(p, c, completion) for (p, c, completion), v in zip(solved, verdicts) if v.passed]
@@ -75,8 +76,8 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
                 "reviewer": [reviewer_example(p, c.source, v, backend) for (p, c, _), v in zip(solved, verdicts)],
                 "diagnosis": [], "qa": [ex for p in problems for ex in qa_examples(p, cfg.qa_per_problem)]}
         passed = {p.id for p, _, _ in verified}
-        bugs = [(bug, cand) for bug, cand in zip(bugs, bug_candidates) if bug[0].id in passed]  # a verified fix only
-        for (problem, fixed, mutated, _), cand in bugs:
+        kept_bugs = [(bug, cand) for bug, cand in zip(bugs, bug_candidates) if bug[0].id in passed]  # verified fixes
+        for (problem, fixed, mutated, _), cand in kept_bugs:
             verdict = by_id[cand.id]
             rows["reviewer"].append(reviewer_example(problem, cand.source, verdict, backend))
             if not verdict.passed:
@@ -92,7 +93,7 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
         tasks_kept = Counter(e["task"] for e in examples)
         categories = Counter(v.category.value for v in verdicts)
         ctx.mlflow.log_metrics({"problems": len(problems), "teacher_solved": len(solved), "verified": len(verified),
-                                "coverage": len(verified) / max(len(problems), 1), "mutants": len(bugs),
+                                "coverage": len(verified) / max(len(problems), 1), "mutants": len(kept_bugs),
                                 **{f"verdict/{k}": n for k, n in categories.items()},
                                 **{f"refusal/{k}": n for k, n in refusals.items()},
                                 **{f"task/{k}": tasks_kept.get(k, 0) for k in rows}})

@@ -351,12 +351,10 @@ class SandboxFactory:
                     taken = box
                 else:
                     box.close()
-        if self.config.spare_sandboxes:
-            with self._lock:
-                if not self._closed:
-                    refill = threading.Thread(target=self._refill, args=key, daemon=True)
-                    self._refills.add(refill)
-                    refill.start()
+            if self.config.spare_sandboxes and not self._closed:  # registered under the lock close() takes
+                refill = threading.Thread(target=self._refill, args=key, daemon=True)
+                self._refills.add(refill)
+                refill.start()
         return taken or self.start(role, device_index)
 
     def take_run_sandbox(self, device_index: int) -> Sandbox:
