@@ -108,13 +108,14 @@ def test_fast_path_builds_in_seconds_and_matches_torch_load_inline(verifier_cach
     """The kd_shim path (nvcc without torch headers) and torch's load_inline give the same verdict."""
     problem = example_problem("swish", "cuda")
     cand = example_candidate(problem, "cuda")
-    fast = Judge(load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier, tmp_path / "fast")
-    slow = Judge(load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false",
-                                    "verifier.fast_build=false"]).verifier, tmp_path / "slow")
-    fast.verify(problem, cand)  # builds the precompiled prelude once
-    v_fast = Judge(fast.config, tmp_path / "fast").verify(
-        problem, example_candidate(problem, "cuda", "(v / (1.f + expf(-v))) + 0.f"))
-    v_slow = slow.verify(problem, cand)
+    with Judge(load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier,
+               tmp_path / "fast") as fast:
+        fast.verify(problem, cand)  # builds the precompiled prelude once
+    with Judge(fast.config, tmp_path / "fast") as again:
+        v_fast = again.verify(problem, example_candidate(problem, "cuda", "(v / (1.f + expf(-v))) + 0.f"))
+    with Judge(load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false",
+                                  "verifier.fast_build=false"]).verifier, tmp_path / "slow") as slow:
+        v_slow = slow.verify(problem, cand)
     assert v_fast.category == v_slow.category == V.passed, (v_fast.detail, v_slow.detail)
     assert v_fast.compile_seconds < 10 < v_slow.compile_seconds
 
@@ -125,7 +126,8 @@ def test_unsupported_host_api_falls_back_and_still_passes(verifier_cache):
         ("auto out = torch::empty_like(x);",
          "auto out = torch::empty_like(x);\n    for (int64_t d : c10::irange(x.dim())) TORCH_CHECK(x.size(d) > 0);")])
     cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier
-    v = Judge(cfg, verifier_cache).verify(example_problem("scale_shift", "cuda"), cand)
+    with Judge(cfg, verifier_cache) as judge:
+        v = judge.verify(example_problem("scale_shift", "cuda"), cand)
     assert v.category == V.passed, v.detail
 
 

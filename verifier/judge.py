@@ -283,6 +283,12 @@ class Judge:
         """Process ids of the live sandboxes waiting for a candidate on this device."""
         return self.sandboxes.spare_pids(device_index)
 
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self) -> None:
         """Stop the spare sandboxes (each judgement's own sandboxes are always stopped when it ends) and drop
         what the judge kept of its problems."""

@@ -16,6 +16,7 @@ import re
 import signal
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -302,6 +303,9 @@ class SandboxFactory:
         self._closed = False
         self._refills: set[threading.Thread] = set()  # joined by close(): none may start a sandbox after it
         self._gpu: dict[int, tuple[tuple[str, ...], str]] = {}
+        # a factory dropped without close() (a judge nobody closed) still stops its spares when it is collected,
+        # or at exit: a spare is a live process of a sandbox uid, and nothing else would ever end it
+        self._stop_spares = weakref.finalize(self, _close_spares, self._spares, self._lock)
 
     def _gpu_view(self, device_index: int) -> tuple[tuple[str, ...], str]:
         """(its /dev/nvidia* node, its CUDA_VISIBLE_DEVICES entry) of the judge's GPU `device_index`."""
@@ -394,13 +398,19 @@ class SandboxFactory:
         that no sandbox of this factory outlives the call."""
         with self._lock:
             self._closed = True
-            spares = [box for group in self._spares.values() for box in group]
-            self._spares.clear()
             refills = list(self._refills)
-        for box in spares:
-            box.close()
+        self._stop_spares()
         for refill in refills:
             refill.join(timeout=120)
+
+
+def _close_spares(spares: dict[tuple[str, int], list[Sandbox]], lock: threading.Lock) -> None:
+    """Close every spare sandbox of a factory (given its spares and lock, never the factory: its finalizer)."""
+    with lock:
+        boxes = [box for group in spares.values() for box in group]
+        spares.clear()
+    for box in boxes:
+        box.close()
 
 
 def _visible_gpu(device_index: int) -> str:
