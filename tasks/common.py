@@ -99,8 +99,8 @@ class StageContext:
 
     def _note_throughput(self, description: str, verdicts: list[Verdict], seconds: float) -> None:
         """Where verification time goes, summed over this run's calls with this description (an RL stage makes
-        one a step): verdicts a second and the mean seconds a verdict spends in each judge phase (build,
-        reference, start, trials, timing, ...), in the run's summary and MLflow; a long call also says it."""
+        one a step): verdicts a second and the seconds verdicts spend in each judge phase (build, reference, start,
+        trials, timing, ...; summed and a verdict's mean), in the run's summary and MLflow; a long call says it."""
         if not verdicts:
             return
         key = re.sub(r"\s*\(.*?\)|\s*\d+", "", description).replace(" ", "_")  # "verify step 3": "verify_step"
@@ -114,6 +114,7 @@ class StageContext:
                 entry["phase_seconds"][phase] = round(entry["phase_seconds"].get(phase, 0.0) + spent, 2)
         entry["per_second"] = round(entry["verdicts"] / max(entry["seconds"], 1e-9), 2)
         means = {phase: spent / entry["verdicts"] for phase, spent in entry["phase_seconds"].items()}
+        entry["phase_mean_seconds"] = {phase: round(m, 3) for phase, m in means.items()}  # phase_seconds: the sums
         self.mlflow.log_metrics({f"verifier/{key}/per_second": entry["per_second"],
                                  **{f"verifier/{key}/mean_{phase}_s": m for phase, m in means.items()}},
                                 step=entry["calls"])
@@ -148,9 +149,10 @@ class StageContext:
         self.mlflow.log_policy(model, tokenizer)
         return path
 
-    def close(self) -> None:
+    def close(self, aborted: bool = False) -> None:
+        """Release the verifier; `aborted` (the stage failed or was interrupted): cut its judgements short."""
         if self._pool is not None:
-            self._pool.close()
+            self._pool.abort() if aborted else self._pool.close()
         if self._analyser is not None:
             self._analyser.close()
 
@@ -280,7 +282,7 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
         error = failure_text(exc)
         if ctx is not None:
             with suppress(Exception):  # the body's error is the one to report
-                ctx.close()
+                ctx.close(aborted=True)
         warehouse.finish_stage_run(run.id, StageStatus.failed, error=error[:4000],
                                    summary=ctx.summary if ctx is not None else None)
         if logger is not None:

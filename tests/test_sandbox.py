@@ -16,7 +16,7 @@ from schemas import load_config
 from schemas.records import Candidate
 from schemas.records import VerdictCategory as V
 from tests.attacks import SECRET_TEXT, Host, attacks
-from tests.kernels import REFERENCE, candidate, problem
+from tests.kernels import REFERENCE, candidate, good, problem
 from verifier.isolation import SANDBOX_UID_BASE
 from verifier.judge import Judge
 from verifier.signed_store import SignedStore, home_secret
@@ -258,6 +258,26 @@ def test_sandbox_starts_racing_each_other_leave_multiprocessing_as_they_found_it
         time.sleep(0.2)  # the racer is at the lock now
     racer.join(timeout=10)
     assert mp_spawn.get_preparation_data is original
+
+
+def test_an_interrupted_pool_ends_its_judgements_at_once(tmp_path):
+    """Ctrl-C (or Prefect's cancel, or a failed stage) inside a pool's `with`: the judgements in flight are cut
+    short, not waited for — a timeout of the H200's distill ran 30 s past its SIGTERM, waiting on candidates still
+    inside their time limits — and nothing of theirs is left on the machine."""
+    from verifier.pool import LocalVerifierPool
+
+    cfg = load_config(None, ["verifier.run_timeout_s=120", "verifier.use_cache=false", "verifier.spare_sandboxes=1",
+                             "verifier.workers=2"]).verifier
+    sleeper = candidate("sleeps_in_init", good().replace("super().__init__()", "super().__init__()\n        import time\n"
+                                                          "        time.sleep(120)"))
+    with pytest.raises(KeyboardInterrupt):
+        with LocalVerifierPool(cfg, tmp_path / "cache") as pool:
+            verdicts = pool.verify_many([(problem(), candidate("correct")), (problem(), sleeper)])
+            assert next(verdicts).category == V.passed  # the sleeper is in its sandbox now, for two minutes
+            interrupted = time.monotonic()
+            raise KeyboardInterrupt
+    assert time.monotonic() - interrupted < 15
+    assert sandbox_processes() == []
 
 
 def test_a_judge_nobody_closed_stops_its_spares_when_collected(tmp_path):

@@ -6,9 +6,10 @@ import pytest
 
 from schemas import load_config
 from schemas.records import VerdictCategory as V
+from schemas.records import Candidate, Problem
 import os
 
-from tests.kernels import FORGED_MARKER, RED_TEAM, candidate, problem
+from tests.kernels import FORGED_MARKER, RED_TEAM, REFERENCE, candidate, good, problem, with_forward
 from verifier.judge import Judge, map_native_line
 from verifier.pool import LocalVerifierPool
 
@@ -307,3 +308,36 @@ def test_a_hang_is_killed_after_the_reference_s_own_forward_times_a_factor_not_t
         assert judge._trial_limit(10.0, 5.0) == 30  # never beyond verifier.run_timeout_s
     finally:
         judge.close()
+
+
+def test_a_references_cold_start_is_not_multiplied_into_the_hang_limit(tmp_path):
+    """A trial may take 50x the reference's forward: measured on the reference's first trial, that multiplied its
+    start-up (a contended CUDA context on the H200), and a 1 ms problem's hung mutant held a sandbox 20-50 s. The
+    limit now scales with the warm trials; the first trial's excess is allowed once, on the candidate's first."""
+    slow_first = REFERENCE.replace("    def forward(self, x):\n", "    def forward(self, x):\n"
+                                   "        if not STARTED:\n            import time\n            time.sleep(1.5)\n"
+                                   "            STARTED.append(1)\n").replace("import torch.nn as nn\n",
+                                                                               "import torch.nn as nn\nSTARTED = []\n")
+    slow = Problem(id=Problem.make_id(slow_first), source="test", reference=slow_first, name="slow_first_call")
+    hangs_later = with_forward("CALLS.append(x)\n        while len(CALLS) > 1:\n            pass\n"
+                               "        return mod.fwd(x, self.w)").replace("class ModelNew", "CALLS = []\n\n\nclass ModelNew")
+    cfg = load_config(None, ["verifier.run_timeout_s=30", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
+                             "verifier.trials=3"]).verifier
+    with Judge(cfg, tmp_path) as judge:
+        correct = judge.verify(slow, Candidate(id="ok", problem_id=slow.id, source=good(), backend="cpu"))
+        hung = judge.verify(slow, Candidate(id="hangs", problem_id=slow.id, source=hangs_later, backend="cpu"))
+    assert correct.category == V.passed, correct.detail
+    assert hung.category == V.timeout and hung.detail.startswith("trial 1:"), hung.detail
+    assert hung.run_seconds < 10, hung.detail  # ~2 s (HANG_FLOOR_S), not 30 (50x the cold first call, capped)
+
+
+def test_more_gpus_than_visible_is_one_clear_error(tmp_path):
+    """On cuda `verifier.workers` counts GPUs: 14 on a one-GPU box once gave every sandbox "No CUDA GPUs are
+    available" (a sandbox sees only its GPU's node) instead of saying what was wrong."""
+    import torch
+
+    from schemas.config import VerifierConfig
+
+    asked = torch.cuda.device_count() + 1
+    with pytest.raises(ValueError, match=f"verifier.workers={asked} names GPUs .*compile_workers"):
+        LocalVerifierPool(VerifierConfig(backend="cuda", workers=asked), tmp_path)

@@ -168,12 +168,15 @@ class _Reference:
     trials: list[_Trial]
     stash: TensorStash  # one entry per trial, in memory while small, on the judge's disk otherwise
     device: str  # where expected outputs are compared
-    seconds: float = 0.0  # the slowest reference trial by the judge's clock (inputs, forward, outputs)
-    forward_seconds: float | None = None  # the slowest forward alone, by the reference sandbox's clock
+    seconds: float = 0.0  # the slowest reference trial after the first (the first where it is the only one) by
+    # the judge's clock (inputs, forward, outputs): the first pays a cold start (its CUDA context, lazy module loads)
+    forward_seconds: float | None = None  # the slowest forward alone (same trials), by the reference sandbox's clock
     sets: TensorStash | None = None  # the timed calls' inputs (entry i: timed call i's), each a file of the judge's
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
     remake: Callable[[_Trial], list[Any]] | None = None  # a trial not kept: [*inputs, *expected], made again
+    cold_start_seconds: float = 0.0  # how much longer the first trial took than `seconds`: a candidate's first
+    # trial gets it once on top of its limit (it starts as cold), never multiplied by the hang factors
 
     @property
     def nbytes(self) -> int:
@@ -288,6 +291,11 @@ class Judge:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def abort(self) -> None:
+        """Kill every sandbox of this judge now: the judgements in flight end at once (with verdicts nobody
+        should keep). For a caller that is giving up — an interrupted stage — before close()."""
+        self.sandboxes.abort()
 
     def close(self) -> None:
         """Stop the spare sandboxes (each judgement's own sandboxes are always stopped when it ends) and drop
@@ -466,7 +474,7 @@ class Judge:
         small, on disk otherwise) before the next is made."""
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
         box, init_inputs = self._reference_box(problem, device_index)
-        slowest = 0.0
+        elapsed: list[float] = []
         forwards: list[float | None] = []
         stash = self._stash()
         stored_bytes = int(self.config.stored_trials_gb * 1e9)
@@ -476,7 +484,7 @@ class Judge:
                 start = time.perf_counter()
                 inputs, expected, forward = self._reference_trial(box, problem, index)
                 forwards.append(forward)
-                slowest = max(slowest, time.perf_counter() - start)
+                elapsed.append(time.perf_counter() - start)
                 input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
                 output_bytes = nbytes_of(expected)
                 expected_digest = digest(expected)
@@ -492,11 +500,16 @@ class Judge:
                 trials.append(_Trial(index, trial_seed(problem.id, index, self.base_seed), entry, len(inputs),
                                      expected_digest, sample))
                 del inputs, expected
-            forward = None if None in forwards else max(forwards)
+            # a candidate's limits scale with the warm trials (the first's start-up is not computation: 50x a
+            # contended CUDA context gave a 1 ms problem 20 s to hang in); the first's excess is a cold start's
+            warm, warm_forwards = (elapsed[1:], forwards[1:]) if len(elapsed) > 1 else (elapsed, forwards)
+            slowest = max(warm)
+            forward = None if None in warm_forwards else max(warm_forwards)
             # the timing sets: made by the eager baseline, as many as it times, each a file that sandboxes read
             reference = _Reference(init_inputs, trials, stash, device, slowest, forward, self._stash(memory_bytes=0),
                                    input_bytes, output_bytes,
-                                   remake=lambda trial: self._remade_trial(problem, device_index, trial))
+                                   remake=lambda trial: self._remade_trial(problem, device_index, trial),
+                                   cold_start_seconds=max(0.0, elapsed[0] - slowest))
         except BaseException:
             stash.close()
             raise
@@ -829,11 +842,14 @@ class Judge:
         for index, trial in enumerate(trials):
             host_inputs, expected = reference.load(trial)
             box.send(("trial", index, write_tensors(inputs_path, host_inputs)))
-            msg = box.receive(limit)
+            cold = reference.cold_start_seconds if index == 0 else 0.0
+            allowed = min(cfg.run_timeout_s, limit + cold)
+            msg = box.receive(allowed)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
-                                f"{limit:.3g} s ({HANG_FLOOR_S:g} s + {HANG_FACTOR:g}x the reference's forward + "
-                                f"{HANG_DATA_FACTOR:g}x the rest of its trial)",
+                                f"{allowed:.3g} s ({HANG_FLOOR_S:g} s + {HANG_FACTOR:g}x the reference's forward + "
+                                f"{HANG_DATA_FACTOR:g}x the rest of its trial"
+                                + (f" + its first trial's start-up, {cold:.2g} s" if cold >= 0.005 else "") + ")",
                                 **compiled)
             if msg[0] == "died":
                 return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], f"in trial {index}"),

@@ -32,11 +32,14 @@ def _cores() -> int:
 
 def default_workers(config: VerifierConfig) -> int:
     """Sandboxes that run at once: one per GPU (cuda) or per core (cpu)."""
-    if config.workers:
-        return config.workers
     if config.backend == "cuda":
-        return max(1, torch.cuda.device_count())
-    return _cores()
+        visible = torch.cuda.device_count()
+        if config.workers > visible:  # GPU i >= visible would be no GPU inside its sandboxes: say so here, once
+            raise ValueError(f"verifier.workers={config.workers} names GPUs for the cuda backend, and {visible} "
+                             f"{'is' if visible == 1 else 'are'} visible; candidates in flight are "
+                             "verifier.compile_workers")
+        return config.workers or max(1, visible)
+    return config.workers or _cores()
 
 
 class VerdictCache:
@@ -121,11 +124,19 @@ class VerifierPool(ABC):
     def close(self) -> None:
         pass
 
+    def abort(self) -> None:
+        """Give up now (the caller was interrupted or failed): the judgements in flight are cut short and their
+        verdicts never reach the cache; then close. Pools that cannot cut them short just close."""
+        self.close()
+
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 class LocalVerifierPool(VerifierPool):
@@ -164,6 +175,11 @@ class LocalVerifierPool(VerifierPool):
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
         self.judge.close()
+
+    def abort(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)  # what has not started never will
+        self.judge.abort()  # what has: its sandboxes die, so each judgement returns at once
+        self.close()
 
 
 def reference_error(judge: Judge, problem: Problem) -> str | None:

@@ -184,6 +184,20 @@ class Sandbox:
         log = read_sandbox_text(self.home.log_path(), 800).strip()
         return f"the candidate process {how} {when}" + (f"; its last output:\n{log}" if log else "")
 
+    def kill(self) -> None:
+        """Kill its whole tree now, from any thread (a judge that is being aborted); whoever is talking to it
+        sees it die and closes it (close() is the one that removes its directories)."""
+        if self.home.cgroups:
+            self.isolation.kill(self.home)
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, TypeError):
+            pass
+        try:
+            self.proc.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+
     def close(self) -> None:
         """Stop it, kill whatever it left (the whole tree) and remove its directories. Idempotent."""
         if self._closed:
@@ -301,6 +315,8 @@ class SandboxFactory:
         self._spares: dict[tuple[str, int], list[Sandbox]] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._aborted = False  # abort(): no sandbox starts any more, and every live one was killed
+        self._live: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # every sandbox started and not yet collected
         self._refills: set[threading.Thread] = set()  # joined by close(): none may start a sandbox after it
         self._gpu: dict[int, tuple[tuple[str, ...], str]] = {}
         # a factory dropped without close() (a judge nobody closed) still stops its spares when it is collected,
@@ -314,6 +330,8 @@ class SandboxFactory:
         return self._gpu[device_index]
 
     def start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
+        if self._aborted:
+            raise SandboxStartError("the judge was aborted: it starts no more sandboxes")
         cfg = self.config
         tasks = BUILD_TASKS if role == "build" else RUN_TASKS
         home = self.isolation.allocate(cfg.memory_limit_mb, tasks)
@@ -340,7 +358,13 @@ class SandboxFactory:
         except BaseException:
             self.isolation.release(home)
             raise
-        return Sandbox(role, proc, parent_conn, home, self.isolation, device_index)
+        box = Sandbox(role, proc, parent_conn, home, self.isolation, device_index)
+        with self._lock:
+            self._live.add(box)
+            aborted = self._aborted
+        if aborted:  # abort() ran while this one was starting: it did not see it
+            box.kill()
+        return box
 
     def take(self, role: str, device_index: int = 0) -> Sandbox:
         """A spare sandbox of this role for this device if one is waiting (its replacement starts in the
@@ -392,6 +416,17 @@ class SandboxFactory:
     def spare_pids(self, device_index: int = 0) -> list[int]:
         with self._lock:
             return [box.pid for box in self._spares.get(("run", device_index), []) if box.alive()]
+
+    def abort(self) -> None:
+        """Stop at once (an interrupted or failed stage): no sandbox starts any more, the spares are closed and
+        every live sandbox — candidates mid-trial, builds mid-compile — is killed, so each judgement in flight
+        ends now instead of at its time limit. Their owners close them; close() follows."""
+        with self._lock:
+            self._closed = self._aborted = True
+            live = list(self._live)
+        self._stop_spares()
+        for box in live:
+            box.kill()
 
     def close(self) -> None:
         """Close the spares and wait for the refills in flight (each closes the sandbox it was starting), so
