@@ -138,3 +138,14 @@ def test_stage_chain_goes_on_where_the_last_command_stopped_and_never_starts_pas
     with pytest.raises(ConfigError, match="reads from a distill run and the state has none"):
         run_chain(["sft"], other, None, overrides, float("inf"))
     assert len(warehouse.stage_runs()) == 2
+
+
+def test_cuda_context_rate_says_it_needs_a_gpu_where_there_is_none():
+    import torch
+
+    from benchmarks import cuda_context_rate
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible: the benchmark runs instead (docs/gpu-results.md)")
+    with pytest.raises(SystemExit, match="no CUDA device is visible"):
+        cuda_context_rate.main(["--n", "1"])
