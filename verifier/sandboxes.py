@@ -187,6 +187,8 @@ class Sandbox:
     def kill(self) -> None:
         """Kill its whole tree now, from any thread (a judge that is being aborted); whoever is talking to it
         sees it die and closes it (close() is the one that removes its directories)."""
+        if self._closed or self.proc.exitcode is not None:  # reaped: its pid may be another process's by now
+            return
         if self.home.cgroups:
             self.isolation.kill(self.home)
         try:
