@@ -81,6 +81,13 @@ def closure(roots: list[str]) -> dict[str, str]:
     return found
 
 
+def wheels_for(needed: dict[str, str], folder: Path) -> list[Path]:
+    """The wheels in `folder` that are the pins of `needed`, nothing else: the folder is kept between bundles, so it
+    also holds what an earlier bundle took (a `--leave-out` must not come back through it) and older versions."""
+    pins = {(canonicalize_name(pin.split("==")[0]), Version(pin.split("==")[1])) for pin in needed.values()}
+    return sorted(w for w in folder.glob("*.whl") if parse_wheel_filename(w.name)[:2] in pins)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--box-packages", type=Path, default=ROOT / "docs" / "gpu-box-packages.txt",
@@ -111,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
             if got.returncode:  # no cp312 wheel (a pure-Python sdist, e.g. antlr4): build one here
                 subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), pin], check=True)
         installed = subprocess.run([*pip, "install", "--no-deps", "--target", str(site), "--python-version", "3.12",
-                                    "--only-binary=:all:", *platforms, *map(str, sorted(wheels.glob("*.whl")))],
+                                    "--only-binary=:all:", *platforms, *map(str, wheels_for(needed, wheels))],
                                    capture_output=True, text=True)
         if installed.returncode:
             sys.exit(f"pip install --target failed: {installed.stderr.strip()[-2000:]}")

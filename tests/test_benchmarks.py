@@ -112,6 +112,22 @@ def test_gpu_box_bundle_takes_what_the_box_lacks_with_the_extras_asked_for(tmp_p
     assert all(NEVER.match(name) for name in ("torch", "nvidia_cublas_cu12", "triton"))
 
 
+def test_gpu_box_bundle_installs_only_the_wheels_asked_for(tmp_path):
+    """The wheel folder is kept between bundles: a `--leave-out z3-solver` bundle after a full one installed the z3
+    wheel all the same (61.1 MiB both), and an older version of a package beside the new one."""
+    from benchmarks.gpu_box_bundle import wheels_for
+
+    for name in ("z3_solver-4.13.0.0-py3-none-manylinux_2_17_x86_64.whl",
+                 "duckdb-1.1.0-cp312-cp312-manylinux_2_17_x86_64.whl",
+                 "duckdb-1.2.0-cp312-cp312-manylinux_2_17_x86_64.whl",
+                 "Jinja2_Humanize_Extension-0.4.0-py3-none-any.whl"):
+        (tmp_path / name).touch()
+    pins = {"duckdb": "duckdb==1.2.0", "jinja2-humanize-extension": "jinja2-humanize-extension==0.4.0"}
+    picked = wheels_for(pins, tmp_path)
+    assert [w.name for w in picked] == ["Jinja2_Humanize_Extension-0.4.0-py3-none-any.whl",
+                                        "duckdb-1.2.0-cp312-cp312-manylinux_2_17_x86_64.whl"]
+
+
 def test_stage_chain_goes_on_where_the_last_command_stopped_and_never_starts_past_its_deadline(tmp_path, capsys):
     from benchmarks.stage_chain import run_chain
     from schemas.config import ConfigError

@@ -268,8 +268,8 @@ def test_an_interrupted_pool_ends_its_judgements_at_once(tmp_path):
 
     cfg = load_config(None, ["verifier.run_timeout_s=120", "verifier.use_cache=false", "verifier.spare_sandboxes=1",
                              "verifier.workers=2"]).verifier
-    sleeper = candidate("sleeps_in_init", good().replace("super().__init__()", "super().__init__()\n        import time\n"
-                                                          "        time.sleep(120)"))
+    sleeper = candidate("sleeps_in_init", good().replace(
+        "super().__init__()", "super().__init__()\n        import time\n        time.sleep(120)"))
     with pytest.raises(KeyboardInterrupt):
         with LocalVerifierPool(cfg, tmp_path / "cache") as pool:
             verdicts = pool.verify_many([(problem(), candidate("correct")), (problem(), sleeper)])

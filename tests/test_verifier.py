@@ -320,7 +320,8 @@ def test_a_references_cold_start_is_not_multiplied_into_the_hang_limit(tmp_path)
                                                                                "import torch.nn as nn\nSTARTED = []\n")
     slow = Problem(id=Problem.make_id(slow_first), source="test", reference=slow_first, name="slow_first_call")
     hangs_later = with_forward("CALLS.append(x)\n        while len(CALLS) > 1:\n            pass\n"
-                               "        return mod.fwd(x, self.w)").replace("class ModelNew", "CALLS = []\n\n\nclass ModelNew")
+                               "        return mod.fwd(x, self.w)")
+    hangs_later = hangs_later.replace("class ModelNew", "CALLS = []\n\n\nclass ModelNew")
     cfg = load_config(None, ["verifier.run_timeout_s=30", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
                              "verifier.trials=3"]).verifier
     with Judge(cfg, tmp_path) as judge:

@@ -550,8 +550,9 @@ class Judge:
         trial counts as forward, and a forward the sandbox says took longer than its whole trial by the judge's
         clock is not believed beyond that. The reference's figures are its warm trials' (a candidate's first trial
         also gets the reference's cold start once, in `_trials`). A hung kernel is killed in seconds, not after
-        the whole run timeout, and so holds the device (and the timing of others) no longer than that. The cost: a candidate more than
-        HANG_FACTOR times slower than the reference on a forward that takes long enough to matter is a timeout."""
+        the whole run timeout, and so holds the device (and the timing of others) no longer than that. The cost:
+        a candidate more than HANG_FACTOR times slower than the reference on a forward that takes long enough to
+        matter is a timeout."""
         forward = reference_seconds if forward_seconds is None else min(forward_seconds, reference_seconds)
         data = reference_seconds - forward
         return min(self.config.run_timeout_s, HANG_FLOOR_S + HANG_FACTOR * forward + HANG_DATA_FACTOR * data)
