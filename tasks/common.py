@@ -151,8 +151,10 @@ class StageContext:
 
     def close(self, aborted: bool = False) -> None:
         """Release the verifier; `aborted` (the stage failed or was interrupted): cut its judgements short."""
-        if self._pool is not None:
-            self._pool.abort() if aborted else self._pool.close()
+        if self._pool is not None and aborted:
+            self._pool.abort()
+        elif self._pool is not None:
+            self._pool.close()
         if self._analyser is not None:
             self._analyser.close()
 

@@ -5,8 +5,8 @@ import time
 import pytest
 
 from schemas import load_config
-from schemas.records import VerdictCategory as V
 from schemas.records import Candidate, Problem
+from schemas.records import VerdictCategory as V
 import os
 
 from tests.kernels import FORGED_MARKER, RED_TEAM, REFERENCE, candidate, good, problem, with_forward

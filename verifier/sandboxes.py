@@ -191,13 +191,17 @@ class Sandbox:
             return
         if self.home.cgroups:
             self.isolation.kill(self.home)
+        self._kill_group()
+
+    def _kill_group(self) -> None:
+        """SIGKILL to its process group (the keeper's, which setpgrp made) and to the keeper itself."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError, TypeError):
+        except (ProcessLookupError, PermissionError):
             pass
         try:
             self.proc.kill()
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError):
             pass
 
     def close(self) -> None:
@@ -216,11 +220,7 @@ class Sandbox:
             self.isolation.kill(self.home)
             self.proc.join(timeout=2)
         if self.proc.is_alive() or self.proc.exitcode is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.kill()
+            self._kill_group()
             self.proc.join(timeout=5)
         self.conn.close()
         self.isolation.release(self.home)
