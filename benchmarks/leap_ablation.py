@@ -142,13 +142,19 @@ def main(argv: list[str] | None = None) -> None:
     from warehouse.tracking import default_tracking_uri
 
     config = load_config(args.config, args.set)
-    warmup = warmup_run(config, args.config, args.set, args.from_run)
-    results = []
-    for seed in args.seeds:
-        for method in args.methods:
-            trained, evaluated = run_method(args.config, args.set, warmup, method, seed, args.seconds, args.max_steps)
-            results.append({"method": method, "seed": seed, "leap_rl": trained, "evaluate": evaluated,
-                            "time_budget_s": args.seconds})
+    from flows.script import run_in_order
+
+    def train_every_method() -> tuple[str, list[dict]]:
+        warmup, results = warmup_run(config, args.config, args.set, args.from_run), []
+        for seed in args.seeds:
+            for method in args.methods:
+                trained, evaluated = run_method(args.config, args.set, warmup, method, seed, args.seconds,
+                                                args.max_steps)
+                results.append({"method": method, "seed": seed, "leap_rl": trained, "evaluate": evaluated,
+                                "time_budget_s": args.seconds})
+        return warmup, results
+
+    warmup, results = run_in_order(train_every_method)
     warehouse = Warehouse(Home.of(config).warehouse_path)
     client = MlflowClient(default_tracking_uri(Home.of(config).root))
     for r in results:

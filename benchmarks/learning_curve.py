@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> None:
 
     config = load_config(args.config, args.set)
     if args.runs is None:
-        all_runs = run_seeds(args.config, args.set, args.seeds, args.from_run)
+        from flows.script import run_in_order
+
+        all_runs = run_in_order(lambda: run_seeds(args.config, args.set, args.seeds, args.from_run))
     else:
         all_runs = [json.loads(Path(r).read_text()) for r in args.runs]
     warehouse = Warehouse(Home.of(config).warehouse_path)

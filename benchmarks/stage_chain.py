@@ -81,8 +81,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("steps", nargs="+", help="stages, evaluate@<stage>, or evaluate")
     args = parser.parse_args(argv)
+    from flows.script import run_in_order
+
     try:
-        state = run_chain(args.steps, args.state, args.config, args.set, args.deadline, args.from_run)
+        state = run_in_order(lambda: run_chain(args.steps, args.state, args.config, args.set, args.deadline,
+                                               args.from_run))
     except ConfigError as exc:
         sys.exit(f"error: {exc}")
     print(json.dumps(state), flush=True)

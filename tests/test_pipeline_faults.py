@@ -121,6 +121,32 @@ def test_sigint_during_the_pipeline_fails_the_stage_and_the_pipeline_run(tmp_pat
     assert _wait_gone(servers) == [] and _servers_started_by(proc.pid) == []
 
 
+def test_a_script_driving_stages_ends_in_order_when_its_whole_process_group_is_signalled(tmp_path):
+    """`benchmarks.stage_chain` under `timeout` (SIGTERM to the whole process group). Before, the group's
+    signal also stopped Prefect's own temporary server, and the script, its stage already marked failed,
+    hung at exit retrying events to that server until SIGKILL (here: 90 s)."""
+    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.stage_chain", "--state", str(tmp_path / "chain.json"),
+                             "--set", f"home={tmp_path}", *SLOW_SYNTHESIS, "--", "synthesize"],
+                            cwd=ROOT, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        wh, run = _running_stage(proc, tmp_path)
+        servers = _prefect_servers(proc)
+        assert servers, "the script runs its stages against a Prefect server of its own"
+        os.killpg(proc.pid, signal.SIGTERM)
+        signalled = time.monotonic()
+        _, stderr = proc.communicate(timeout=120)
+        took = time.monotonic() - signalled
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert took < 20, f"{took:.0f} s from the signal to the exit"
+    assert _error_lines(stderr) == [f"error: killed by SIGTERM; stage run {run.id} marked failed"]
+    assert wh.stage_run(run.id).error == "killed by SIGTERM"
+    assert MlflowClient(default_tracking_uri(tmp_path)).get_run(run.mlflow_run_id).info.status == "FAILED"
+    assert _wait_gone(servers) == [] and _servers_started_by(proc.pid) == []
+
+
 def test_sigkill_leaves_the_run_to_the_next_command_and_no_server_behind(tmp_path):
     proc = _start_cli(tmp_path, "run", *SLOW_SYNTHESIS)
     try:
