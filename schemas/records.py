@@ -115,6 +115,10 @@ class Verdict(Record):
     rule: str | None = None  # for illegal verdicts: the rule broken
     cached: bool = False
     phases: dict[str, float] = Field(default_factory=dict)  # seconds per harness phase, as the judge saw them
+    # CPU seconds the judgement cost, by whom: the judge's thread, and each kind of sandbox it closed (run: the
+    # candidate's, build: its compilers, reference: the problem's reference when this judgement made it), as
+    # the kernel counts them (cgroup or /proc); where the wall time of `phases` was spent working, not waiting
+    cpu_seconds: dict[str, float] = Field(default_factory=dict)
     # seconds per call: the sandbox's claim, the judge's own clock, what was believed, the eager baseline
     timing: dict[str, float] = Field(default_factory=dict)
     # passing kernels: the least time their memory traffic needs (bytes read + written at the device's copy

@@ -99,29 +99,40 @@ class StageContext:
 
     def _note_throughput(self, description: str, verdicts: list[Verdict], seconds: float) -> None:
         """Where verification time goes, summed over this run's calls with this description (an RL stage makes
-        one a step): verdicts a second and the seconds verdicts spend in each judge phase (build, reference, start,
-        trials, timing, ...; summed and a verdict's mean), in the run's summary and MLflow; a long call says it."""
+        one a step): verdicts a second; over the verdicts judged here (not from the cache), the seconds they
+        spent in each judge phase (build, reference, start, trials, timing, ...) and the CPU seconds they cost
+        by whom (judge, run, build, reference sandboxes) — sums, and a verdict's mean — in the run's summary
+        and MLflow; a long call says it."""
         if not verdicts:
             return
         key = re.sub(r"\s*\(.*?\)|\s*\d+", "", description).replace(" ", "_")  # "verify step 3": "verify_step"
         entry = self.summary.setdefault("verifier", {}).setdefault(
-            key, {"calls": 0, "verdicts": 0, "seconds": 0.0, "phase_seconds": {}})
+            key, {"calls": 0, "verdicts": 0, "judged": 0, "seconds": 0.0, "phase_seconds": {}, "cpu_seconds": {}})
+        judged = [v for v in verdicts if not v.cached]  # a cached verdict's phases were spent by an earlier run
         entry["calls"] += 1
         entry["verdicts"] += len(verdicts)
+        entry["judged"] += len(judged)
         entry["seconds"] = round(entry["seconds"] + seconds, 2)
-        for v in verdicts:
-            for phase, spent in v.phases.items():
-                entry["phase_seconds"][phase] = round(entry["phase_seconds"].get(phase, 0.0) + spent, 2)
+        for field, sums in (("phases", entry["phase_seconds"]), ("cpu_seconds", entry["cpu_seconds"])):
+            for v in judged:
+                for name, spent in getattr(v, field).items():
+                    sums[name] = round(sums.get(name, 0.0) + spent, 2)
         entry["per_second"] = round(entry["verdicts"] / max(entry["seconds"], 1e-9), 2)
-        means = {phase: spent / entry["verdicts"] for phase, spent in entry["phase_seconds"].items()}
+        per_verdict = max(entry["judged"], 1)
+        means = {phase: spent / per_verdict for phase, spent in entry["phase_seconds"].items()}
+        cpu_means = {who: spent / per_verdict for who, spent in entry["cpu_seconds"].items()}
         entry["phase_mean_seconds"] = {phase: round(m, 3) for phase, m in means.items()}  # phase_seconds: the sums
+        entry["cpu_mean_seconds"] = {who: round(m, 3) for who, m in cpu_means.items()}
         self.mlflow.log_metrics({f"verifier/{key}/per_second": entry["per_second"],
-                                 **{f"verifier/{key}/mean_{phase}_s": m for phase, m in means.items()}},
+                                 **{f"verifier/{key}/mean_{phase}_s": m for phase, m in means.items()},
+                                 **{f"verifier/{key}/mean_cpu_{who}_s": m for who, m in cpu_means.items()}},
                                 step=entry["calls"])
         if seconds >= 60:
             busiest = ", ".join(f"{phase} {m:.2f}" for phase, m in sorted(means.items(), key=lambda x: -x[1])[:5])
+            cpu = ", ".join(f"{who} {m:.2f}" for who, m in sorted(cpu_means.items(), key=lambda x: -x[1]))
             console.print(f"{description}: {len(verdicts)} verdicts in {seconds:.0f} s "
-                          f"({len(verdicts) / seconds:.2f}/s); mean s a verdict: {busiest}")
+                          f"({len(verdicts) / seconds:.2f}/s, {len(verdicts) - len(judged)} cached); mean s a "
+                          f"verdict judged here: {busiest}; CPU s: {cpu or 'not measured'}")
 
     def log_problems(self, problems: list[Problem], run_id: str, context: str) -> None:
         """The problems a run made or used, as an MLflow dataset named after the stage run that holds them."""

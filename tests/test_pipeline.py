@@ -66,8 +66,10 @@ def test_every_stage_wrote_its_rows(demo):
     assert profile["verify_teacher_kernels_and_mutants"]["per_second"] > 0
     assert "trials" in profile["verify_teacher_kernels_and_mutants"]["phase_seconds"]
     entry = profile["verify_teacher_kernels_and_mutants"]
-    assert entry["phase_mean_seconds"]["trials"] == pytest.approx(entry["phase_seconds"]["trials"] / entry["verdicts"],
+    assert entry["judged"] == entry["verdicts"]  # a fresh home: nothing from the verdict cache
+    assert entry["phase_mean_seconds"]["trials"] == pytest.approx(entry["phase_seconds"]["trials"] / entry["judged"],
                                                                   abs=0.01)
+    assert {"judge", "run", "build", "reference"} <= set(entry["cpu_mean_seconds"])  # where the time was work
     assert wh.summary(runs["leap_rl"])["verifier"]["verify_step"]["calls"] >= 1
     hinted = wh.problems(runs["hints"])
     assert len(hinted) == 8 and all(p.hints for p in hinted)

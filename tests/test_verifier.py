@@ -332,6 +332,23 @@ def test_a_references_cold_start_is_not_multiplied_into_the_hang_limit(tmp_path)
     assert hung.run_seconds < 10, hung.detail  # ~2 s (HANG_FLOOR_S), not 30 (50x the cold first call, capped)
 
 
+def test_a_verdict_says_what_cpu_it_cost_and_whose(tmp_path):
+    """Verdict.cpu_seconds: where a judgement's wall time was work, by whom. Counted by the kernel (the sandbox's
+    cgroup, else /proc), nothing the sandbox says: a candidate that burns 2 s of CPU while it loads shows them."""
+    burner = ("import time\n_start = time.process_time()\nwhile time.process_time() - _start < 2.0:\n    pass\n"
+              + good())
+    cfg = load_config(None, ["verifier.run_timeout_s=30", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
+                             "verifier.trials=2"]).verifier
+    with Judge(cfg, tmp_path) as judge:
+        first = judge.verify(problem(), candidate("correct"))
+        burning = judge.verify(problem(), Candidate(id="burns", problem_id=problem().id, source=burner, backend="cpu"))
+    assert first.category == burning.category == V.passed, (first.detail, burning.detail)
+    assert set(first.cpu_seconds) == {"judge", "run", "build", "reference"} and min(first.cpu_seconds.values()) > 0
+    assert "reference" not in burning.cpu_seconds  # the problem's reference: made once, by the first judgement
+    assert burning.cpu_seconds["run"] >= 2.0 > first.cpu_seconds["run"] + 1.0, (first.cpu_seconds,
+                                                                                 burning.cpu_seconds)
+
+
 def test_more_gpus_than_visible_is_one_clear_error(tmp_path):
     """On cuda `verifier.workers` counts GPUs: 14 on a one-GPU box once gave every sandbox "No CUDA GPUs are
     available" (a sandbox sees only its GPU's node) instead of saying what was wrong."""

@@ -36,7 +36,7 @@ from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, Loca
 from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
 from verifier.isolation import remove_dead_judges_directories
-from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStartError
+from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStartError, cpu_accounting
 from verifier.stash import STASH_MEMORY_BYTES, TensorStash, digest, private_directory
 from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
@@ -60,11 +60,16 @@ __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEE
 
 
 class _Phases:
-    """Wall-clock seconds spent in each phase of one judgement (reported in Verdict.phases)."""
+    """Wall-clock seconds spent in each phase of one judgement (reported in Verdict.phases), and the CPU seconds
+    it cost, by whom (Verdict.cpu_seconds)."""
 
     def __init__(self):
         self._last = time.perf_counter()
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+
+    def add_cpu(self, who: str, seconds: float) -> None:
+        self.cpu[who] = round(self.cpu.get(who, 0.0) + seconds, 4)
 
     def mark(self, name: str) -> None:
         now = time.perf_counter()
@@ -380,10 +385,12 @@ class Judge:
         devices = devices or Devices([0], exclusive_timing=False)
         device_index = devices.assign()
         phases = _Phases()
+        judge_cpu = time.thread_time()
         outcome = self._static(candidate.source) if static_rules else None
         if outcome is None:
-            with self._keeping(problem.id):
+            with self._keeping(problem.id), cpu_accounting(phases.add_cpu):
                 outcome = self._dynamic(problem, candidate, devices, device_index, phases)
+        phases.add_cpu("judge", time.thread_time() - judge_cpu)
         return Verdict(
             candidate_id=candidate.id,
             problem_id=problem.id,
@@ -400,6 +407,7 @@ class Judge:
             device=self.device_name(device_index),
             rule=outcome.rule,
             phases=phases.seconds,
+            cpu_seconds=phases.cpu,
             timing=outcome.timing,
             roofline_fraction=outcome.roofline,
             peak_memory_bytes=outcome.peak_memory,

@@ -81,6 +81,38 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds of a live process and its descendants, as /proc counts them (user + system, reaped children
+    included); None if the process is gone."""
+    total, found, stack = 0.0, False, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        found = True
+        total += sum(int(x) for x in fields[11:15]) / _CLOCK_TICKS  # utime stime cutime cstime
+        stack.extend(_children(current))
+    return total if found else None
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_cpu_sink = threading.local()
+
+
+@contextmanager
+def cpu_accounting(add):
+    """Sandboxes that this thread closes meanwhile report the CPU seconds they used: `add(role, seconds)`.
+    One verdict's accounting (the judge's thread runs a verdict from its first sandbox to its last)."""
+    previous = getattr(_cpu_sink, "add", None)
+    _cpu_sink.add = add
+    try:
+        yield
+    finally:
+        _cpu_sink.add = previous
+
+
 class Sandbox:
     """One sandbox process and the judge's end of its channel."""
 
@@ -117,6 +149,21 @@ class Sandbox:
                 if line.startswith("VmHWM:"):
                     peak = max(peak or 0, int(line.split()[1]) * 1024)
         return peak
+
+    def _cgroup_cpu_seconds(self) -> float | None:
+        """What its cgroup counts (exited processes included): v2's cpu.stat, v1's cpuacct where it has one."""
+        for leaf in map(Path, self.home.cgroups):
+            try:
+                for line in (leaf / "cpu.stat").read_text().splitlines():
+                    if line.startswith("usage_usec "):
+                        return int(line.split()[1]) / 1e6
+            except (OSError, ValueError, IndexError):
+                pass
+            try:
+                return int((leaf / "cpuacct.usage").read_text()) / 1e9
+            except (OSError, ValueError):
+                pass
+        return None
 
     def send(self, message: Any) -> None:
         self.conn.send(message)
@@ -209,6 +256,7 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
+        live_cpu = _tree_cpu_seconds(self.proc.pid) if self.proc.exitcode is None else None
         try:
             if self.proc.is_alive() and not self._awaiting:
                 self.conn.send(("stop",))
@@ -223,7 +271,11 @@ class Sandbox:
             self._kill_group()
             self.proc.join(timeout=5)
         self.conn.close()
+        used = self._cgroup_cpu_seconds()
         self.isolation.release(self.home)
+        add = getattr(_cpu_sink, "add", None)
+        if add is not None and (used is not None or live_cpu is not None):
+            add(self.role, used if used is not None else live_cpu)
 
 
 class JailedRunner:
