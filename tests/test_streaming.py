@@ -60,7 +60,10 @@ def test_stash_keeps_small_entries_in_memory_and_large_ones_on_disk(tmp_path):
 @pytest.mark.skipif(not KL_DIV.exists(), reason="needs ../shared/kernelbench")
 def test_a_2_gib_trial_is_judged_at_full_size_with_one_trials_memory(tmp_path):
     """KernelBench level 1, 98_KLDivLoss at its own size on the cpu backend: passes, and the judge's peak memory
-    stays near one trial's (2 GiB of inputs), not five trials' (10 GiB)."""
+    stays near one trial's (2 GiB of inputs), not that of its three trials and timing set together (8 GiB).
+    Three trials and one timed call, not five and two: every GiB made or moved costs seconds on a CI machine
+    (alone on the 2-core dev box: 630 s before, 490 s now; a third of the suite's time) and the bounds below
+    still tell one set held at a time from all of them."""
     script = f"""
 import json, resource, sys
 from schemas.config import VerifierConfig
@@ -70,8 +73,8 @@ reference = open({str(KL_DIV)!r}).read()
 problem = Problem(id=Problem.make_id(reference), source="kernelbench", reference=reference, name="98_KLDivLoss")
 source = {KL_DIV_CANDIDATE!r}
 candidate = Candidate(id=Candidate.make_id(problem.id, source, "cpu"), problem_id=problem.id, source=source)
-config = VerifierConfig(backend="cpu", use_cache=False, memory_limit_mb=12288, run_timeout_s=120, timing_runs=2,
-                        spare_sandboxes=0)
+config = VerifierConfig(backend="cpu", use_cache=False, memory_limit_mb=12288, run_timeout_s=120, trials=3,
+                        timing_runs=1, spare_sandboxes=0)
 judge = Judge(config, {str(tmp_path / "cache")!r})
 try:
     v = judge.verify(problem, candidate)
@@ -86,8 +89,8 @@ print(json.dumps({{"category": v.category.value, "detail": v.detail[:300], "peak
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["category"] == "pass", result["detail"]
     trial = 2 << 30
-    # five trials held at once would be 10 GiB in the judge alone; one trial's inputs, and the candidate's view
-    # of them after its forward (the input-mutation check), are 4 GiB
+    # the trials and the timing set held at once would be 8 GiB in the judge alone; one trial's inputs, and the
+    # candidate's view of them after its forward (the input-mutation check), are 4 GiB
     assert result["judge_peak"] < 2.6 * trial, result
     # the candidate's sandbox (its cgroup's peak, tmpfs files included): while it is timed, two rotating input
     # buffers and the set being read in, plus its inputs-after file of the last trial: about four trials' inputs,
