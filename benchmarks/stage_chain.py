@@ -13,7 +13,9 @@ stopped.
     python -m benchmarks.learning_curve --runs chain.json -c configs/mini.yaml --set evaluate.split=test
 
 `evaluate@<stage>` evaluates that stage's policy (the pipeline's `evaluate.after`); `evaluate` alone is the
-final one, of `leap_rl`.
+final one, of `leap_rl`. An RL step that a command's limit cut short (its run failed, with a checkpoint of the
+same config on the same upstream run) is resumed from its last checkpoint, its time budget counting what it
+already trained, rather than started again.
 """
 
 from __future__ import annotations
@@ -37,6 +39,24 @@ def step_parts(step: str) -> tuple[str, str | None]:
     return stage, UPSTREAM.get(stage)
 
 
+def interrupted_run(warehouse, config, stage: str, upstream_run: str) -> str | None:
+    """The latest run of a resumable stage that failed on `upstream_run` under the config this chain gives it,
+    with a step checkpoint to go on from (its command was stopped mid-stage), or None."""
+    from flows.stages import RESUMABLE
+    from schemas.config import config_hash
+    from schemas.records import StageStatus
+
+    if stage not in RESUMABLE:
+        return None
+    warehouse.fail_vanished_runs()  # a SIGKILLed command's run is failed, not running
+    wanted = config_hash(config.stage_config(stage))
+    runs = [r for r in warehouse.stage_runs(stage) if r.parent_ids == [upstream_run] and r.config_hash == wanted]
+    latest = max(runs, key=lambda r: r.started, default=None)
+    if latest is None or latest.status != StageStatus.failed or warehouse.latest_checkpoint(latest.id) is None:
+        return None
+    return latest.id
+
+
 def run_chain(steps: list[str], state_path: Path, config_path: str | None, overrides: list[str],
               deadline_s: float, from_run: str | None = None) -> dict[str, str]:
     from flows.pipeline import stages_done
@@ -48,9 +68,10 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
         step_parts(step)  # every step named right before any runs
     started = time.perf_counter()
     state: dict[str, str] = json.loads(state_path.read_text()) if state_path.exists() else {}
+    config = load_config(config_path, overrides)
+    warehouse = Warehouse(Home.of(config).warehouse_path)
     if from_run:
-        config = load_config(config_path, overrides)
-        state = {**stages_done(Warehouse(Home.of(config).warehouse_path), from_run), **state}
+        state = {**stages_done(warehouse, from_run), **state}
         state_path.write_text(json.dumps(state, indent=1))
     for step in steps:
         if step in state:
@@ -65,8 +86,13 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
             raise ConfigError(f"step {step!r} reads from a {upstream} run and the state has none: run that step "
                               "first or give --from-run")
         step_started = time.perf_counter()
-        state[step] = stage(name=name, from_run=state.get(upstream) if upstream else None, config_path=config_path,
-                            overrides=overrides)
+        resume = interrupted_run(warehouse, config, name, state[upstream]) if upstream else None
+        if resume:
+            print(f"[stage_chain] {step}: resuming {resume}, cut short by an earlier command", flush=True)
+            state[step] = stage(name=name, config_path=config_path, overrides=overrides, resume=resume)
+        else:
+            state[step] = stage(name=name, from_run=state.get(upstream) if upstream else None,
+                                config_path=config_path, overrides=overrides)
         state_path.write_text(json.dumps(state, indent=1))
         print(f"[stage_chain] {step}: {state[step]} in {time.perf_counter() - step_started:.0f} s", flush=True)
     return state

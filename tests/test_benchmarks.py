@@ -156,6 +156,42 @@ def test_stage_chain_goes_on_where_the_last_command_stopped_and_never_starts_pas
     assert len(warehouse.stage_runs()) == 2
 
 
+def test_stage_chain_resumes_an_rl_step_that_a_command_cut_short(tmp_path):
+    """The latest run of the step's stage on the same upstream run, under the same config, failed with a step
+    checkpoint: the next command resumes it. Anything else starts afresh."""
+    from benchmarks.stage_chain import interrupted_run
+    from schemas.config import config_hash, load_config
+    from schemas.records import StageStatus
+    from warehouse.store import Warehouse
+
+    config = load_config(None, [f"home={tmp_path}"])
+    warehouse = Warehouse(tmp_path / "warehouse.duckdb")
+
+    def run(stage, parent, seed=0, checkpoint=True, status=StageStatus.failed):
+        resolved = load_config(None, [f"home={tmp_path}", f"seed={seed}"]).stage_config(stage)
+        row = warehouse.begin_stage_run(stage, resolved, config_hash(resolved), [parent])
+        if checkpoint:
+            (tmp_path / row.id).mkdir()
+            warehouse.add_checkpoint(row.id, "step-00003", tmp_path / row.id, 3)
+        warehouse.finish_stage_run(row.id, status, "killed by SIGTERM" if status == StageStatus.failed else None)
+        return row.id
+
+    assert interrupted_run(warehouse, config, "warmup_rl", "rft-a") is None
+    cut = run("warmup_rl", "rft-a")
+    assert interrupted_run(warehouse, config, "warmup_rl", "rft-a") == cut
+    assert interrupted_run(warehouse, config, "warmup_rl", "rft-b") is None  # another upstream run
+    assert interrupted_run(warehouse, config, "leap_rl", "rft-a") is None
+    run("warmup_rl", "rft-c", seed=1)
+    assert interrupted_run(warehouse, config, "warmup_rl", "rft-c") is None  # another config (seed)
+    run("rft", "sft-a")
+    assert interrupted_run(warehouse, config, "rft", "sft-a") is None  # not resumable: started again
+    run("leap_rl", "warmup_rl-a")
+    run("leap_rl", "warmup_rl-a", checkpoint=False)  # the latest attempt has nothing to go on from
+    assert interrupted_run(warehouse, config, "leap_rl", "warmup_rl-a") is None
+    run("warmup_rl", "rft-a", status=StageStatus.succeeded)
+    assert interrupted_run(warehouse, config, "warmup_rl", "rft-a") is None  # done
+
+
 def test_cuda_context_rate_says_it_needs_a_gpu_where_there_is_none():
     import torch
 
