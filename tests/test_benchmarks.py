@@ -192,6 +192,35 @@ def test_stage_chain_resumes_an_rl_step_that_a_command_cut_short(tmp_path):
     assert interrupted_run(warehouse, config, "warmup_rl", "rft-a") is None  # done
 
 
+def test_learning_curve_tables_finished_chains_over_seeds(tmp_path, capsys):
+    """`learning_curve --runs`: the table of pipelines run elsewhere (a state file of `stage_chain` each), read
+    from the warehouse their records came back in: a row per evaluated stage, mean ± std over the seeds."""
+    from benchmarks.learning_curve import main
+    from schemas.records import StageStatus
+    from warehouse.store import Warehouse
+
+    warehouse = Warehouse(tmp_path / "warehouse.duckdb")
+
+    def finished(stage, parents, summary=None):
+        row = warehouse.begin_stage_run(stage, {}, "h", parents)
+        warehouse.finish_stage_run(row.id, StageStatus.succeeded, summary=summary or {})
+        return row.id
+
+    files = []
+    for seed, (turn_1, turn_3) in enumerate([(0.25, 0.5), (0.75, 1.0)]):
+        sft = finished("sft", ["distill-x"])
+        evaluated = finished("evaluate", [sft], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_3,
+                                                 "faster_rate": 0.5, "problems": 124})
+        files.append(tmp_path / f"chain-seed{seed}.json")
+        files[-1].write_text(json.dumps({"distill": "distill-x", "sft": sft, "evaluate@sft": evaluated}))
+    main(["--runs", *map(str, files), "--set", f"home={tmp_path}", "--markdown", str(tmp_path / "table.md")])
+    printed = capsys.readouterr().out
+    row = next(line for line in printed.splitlines() if line.startswith("| sft |"))
+    assert "| 0.500 ± 0.354 | 0.750 ± 0.354 | 0.500 ± 0.000 | 124 |" in row, row
+    assert not any(line.startswith("| rft |") for line in printed.splitlines())  # not evaluated: no row
+    assert row in (tmp_path / "table.md").read_text()
+
+
 def test_cuda_context_rate_says_it_needs_a_gpu_where_there_is_none():
     import torch
 
