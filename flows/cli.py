@@ -21,7 +21,8 @@ from typer.exceptions import TyperException
 
 from schemas.config import STAGES, ConfigError, load_config
 from warehouse.home import Home
-from warehouse.process import Killed, raise_killed_on_signals, restore_signal_handlers
+from flows.script import killed_line, signals_as_killed
+from warehouse.process import Killed
 from warehouse.store import WarehouseError
 
 MAX_ERROR_CHARS = 600
@@ -45,31 +46,25 @@ class OneLineErrors(TyperGroup):
     line on stderr with a non-zero exit; with `--debug` the exception propagates with its traceback."""
 
     def invoke(self, ctx: typer.Context):
-        try:
-            previous = raise_killed_on_signals()
-        except ValueError:  # not the main thread (an embedding program's): its signals stay its own
-            previous = None
-        try:
-            return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, TyperException):  # typer's own exits and usage errors
-            raise
-        except BaseException as exc:
-            if ctx.params.get("debug") or not isinstance(exc, (Exception, Killed)):
+        with signals_as_killed():
+            try:
+                return super().invoke(ctx)
+            except (typer.Exit, typer.Abort, TyperException):  # typer's own exits and usage errors
                 raise
-            _error(_describe(exc))
-            code = 128 + exc.signal if isinstance(exc, Killed) else 2 if isinstance(exc, USER_ERRORS) else 1
-            raise typer.Exit(code) from None
-        finally:
-            if previous is not None:
-                restore_signal_handlers(previous)
+            except BaseException as exc:
+                if ctx.params.get("debug") or not isinstance(exc, (Exception, Killed)):
+                    raise
+                _error(_describe(exc))
+                code = 128 + exc.signal if isinstance(exc, Killed) else 2 if isinstance(exc, USER_ERRORS) else 1
+                raise typer.Exit(code) from None
 
 
 def _describe(exc: BaseException) -> str:
+    if isinstance(exc, Killed):
+        return killed_line(exc)
     # A stage run can only have failed if stage code was loaded; no need to load it to ask.
     common = sys.modules.get("tasks.common")
     failed = common.failed_stage_run(exc) if common else None
-    if isinstance(exc, Killed):
-        return f"{exc}; stage run {failed[1]} marked failed" if failed else str(exc)
     if failed:
         stage, run_id = failed
         return f"{stage} {run_id} failed: {_one_line(exc)}; see --debug"

@@ -12,11 +12,34 @@ session of its own, stopped after Prefect's workers have drained into it (`flows
 from __future__ import annotations
 
 import sys
-from typing import Callable, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
 
 from warehouse.process import Killed, raise_killed_on_signals, restore_signal_handlers
 
 T = TypeVar("T")
+
+
+@contextmanager
+def signals_as_killed() -> Iterator[None]:
+    """SIGTERM, SIGINT and SIGHUP raise `Killed` meanwhile (in the main thread; elsewhere an embedding
+    program's signals stay its own)."""
+    try:
+        previous = raise_killed_on_signals()
+    except ValueError:  # not the main thread
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            restore_signal_handlers(previous)
+
+
+def killed_line(exc: Killed) -> str:
+    """What a signal ended, in one line: the signal, and the stage run it marked failed."""
+    common = sys.modules.get("tasks.common")  # a stage run can only have failed if stage code was loaded
+    failed = common.failed_stage_run(exc) if common else None
+    return f"{exc}; stage run {failed[1]} marked failed" if failed else str(exc)
 
 
 def run_in_order(main: Callable[[], T]) -> T:
@@ -24,19 +47,10 @@ def run_in_order(main: Callable[[], T]) -> T:
     marked failed, and exit status 128 + the signal's number, as the CLI's."""
     from flows.prefect_server import serve_prefect
 
-    try:
-        previous = raise_killed_on_signals()
-    except ValueError:  # not the main thread: an embedding program's signals stay its own
-        previous = None
-    try:
-        serve_prefect()
-        return main()
-    except Killed as exc:
-        common = sys.modules.get("tasks.common")
-        failed = common.failed_stage_run(exc) if common else None
-        print(f"error: {exc}" + (f"; stage run {failed[1]} marked failed" if failed else ""), file=sys.stderr,
-              flush=True)
-        raise SystemExit(128 + exc.signal) from None
-    finally:
-        if previous is not None:
-            restore_signal_handlers(previous)
+    with signals_as_killed():
+        try:
+            serve_prefect()
+            return main()
+        except Killed as exc:
+            print(f"error: {killed_line(exc)}", file=sys.stderr, flush=True)
+            raise SystemExit(128 + exc.signal) from None
