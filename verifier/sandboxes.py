@@ -256,10 +256,7 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
-        add = getattr(_cpu_sink, "add", None)  # a verdict counts its CPU: its cgroup's, else /proc's before the stop
-        by_cgroup = add is not None and self._cgroup_cpu_seconds() is not None
-        live_cpu = _tree_cpu_seconds(self.proc.pid) \
-            if add is not None and not by_cgroup and self.proc.exitcode is None else None
+        live_cpu = _tree_cpu_seconds(self.proc.pid) if self.proc.exitcode is None else None
         try:
             if self.proc.is_alive() and not self._awaiting:
                 self.conn.send(("stop",))
@@ -274,10 +271,11 @@ class Sandbox:
             self._kill_group()
             self.proc.join(timeout=5)
         self.conn.close()
-        used = self._cgroup_cpu_seconds() if by_cgroup else live_cpu
+        used = self._cgroup_cpu_seconds()
         self.isolation.release(self.home)
-        if used is not None:
-            add(self.role, used)
+        add = getattr(_cpu_sink, "add", None)
+        if add is not None and (used is not None or live_cpu is not None):
+            add(self.role, used if used is not None else live_cpu)
 
 
 class JailedRunner:
