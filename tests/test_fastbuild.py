@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from verifier.fastbuild import BuildError, FastInlineBuilder, _cuda_home
+from verifier.fastbuild import BuildError, FastInlineBuilder, _cuda_home, _shim_gap, _undefined_candidate_functions
 
 needs_nvcc = pytest.mark.skipif(_cuda_home() is None or shutil.which("c++") is None,
                                 reason="needs a CUDA toolkit (nvcc; no GPU needed)")
@@ -231,3 +231,78 @@ torch::Tensor launch(torch::Tensor x) {
         builder.load_inline("packed_bf16", "torch::Tensor launch(torch::Tensor x);", cuda_sources=broken,
                             functions=["launch"])
     assert builder.stats.fallbacks == fallbacks
+
+
+# The compile errors a small policy makes most (H200 evaluation, 2026-12-01): each went to torch's full build
+# (20-107 s under load) only to fail there too. The fast path now gives the same compile error in ~1 s.
+MAP_HELPERS = r"""
+#include <torch/extension.h>
+template <typename F>
+__global__ void map_kernel(const float* a, float* o, int64_t n, F f) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) o[i] = f(a[i]);
+}
+template <typename A, typename Out, typename F>
+static torch::Tensor kd_map(const torch::Tensor& a, torch::ScalarType out_type, F f) {
+  auto out = torch::empty(a.sizes(), a.options().dtype(out_type));
+  if (out.numel()) map_kernel<<<1, 256>>>(a.data_ptr<A>(), out.data_ptr<Out>(), out.numel(), f);
+  return out;
+}
+"""
+POLICY_MISTAKES = {
+    # a helper it never wrote, called with template arguments: nvcc then also says kd_shim's kFloat32 is no type
+    "unwritten_helper": ("torch::Tensor forward(torch::Tensor x0);", MAP_HELPERS + r"""
+torch::Tensor forward(torch::Tensor x0) {
+  auto v0 = kd_map1<float, float>(x0, torch::kFloat32, [] __device__ (float v) { return -v; });
+  return v0;
+}""", "kd_map1"),
+    # one tensor returned where the declaration promises a vector
+    "tensor_for_vector": ("std::vector<torch::Tensor> forward(torch::Tensor x0);", MAP_HELPERS + r"""
+std::vector<torch::Tensor> forward(torch::Tensor x0) {
+  auto v0 = kd_map<float, float>(x0, torch::kFloat32, [] __device__ (float v) { return -v; });
+  return v0;
+}""", "std::vector"),
+    # two tensors braced into the one the declaration promises
+    "two_for_one": ("torch::Tensor forward(torch::Tensor x0);", MAP_HELPERS + r"""
+torch::Tensor forward(torch::Tensor x0) {
+  auto v0 = kd_map<float, float>(x0, torch::kFloat32, [] __device__ (float v) { return -v; });
+  return {v0, v0};
+}""", "constructor"),
+    # declared with two arguments, defined with one: the bound function is never defined
+    "declared_never_defined": ("torch::Tensor forward(torch::Tensor x0, torch::Tensor x1);", MAP_HELPERS + r"""
+torch::Tensor forward(torch::Tensor x0) {
+  return kd_map<float, float>(x0, torch::kFloat32, [] __device__ (float v) { return -v; });
+}""", "forward(at::Tensor, at::Tensor) is declared and used but never defined"),
+}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", sorted(POLICY_MISTAKES))
+def test_the_policys_common_compile_errors_are_final_on_the_fast_path(builder, name):
+    cpp, cuda, said = POLICY_MISTAKES[name]
+    fallbacks = builder.stats.fallbacks
+    with pytest.raises(BuildError) as info:
+        builder.load_inline(f"mistake_{name}", cpp, cuda_sources=cuda, functions=["forward"],
+                            extra_cuda_cflags=["--extended-lambda"])
+    assert said in info.value.log and builder.stats.fallbacks == fallbacks, builder.stats.fallback_reasons[fallbacks:]
+
+
+def test_an_error_a_full_build_might_not_give_still_takes_the_full_way():
+    """A missing name torch declares, a message about the shim's own lacks, a symbol someone else may define:
+    torch's build decides. One certain error of the candidate's decides alone."""
+    def nvcc(*messages):
+        return "".join(f"/tmp/x/candidate.cu({i + 10}): error: {m}\n" for i, m in enumerate(messages))
+
+    assert _shim_gap(nvcc('identifier "irange" is undefined'), "candidate.cu")  # c10 has it
+    assert _shim_gap(nvcc('namespace "kd_shim" has no member "TensorBase"'), "candidate.cu")
+    assert _shim_gap(nvcc('variable "kd_shim::kFloat32" is not a type name'), "candidate.cu") is None
+    assert _shim_gap(nvcc('identifier "kd_map1" is undefined', 'class "kd_shim::Tensor" has no member "foo_bar_baz"',
+                          'namespace "kd_shim" has no member "TensorBase"'), "candidate.cu") is None
+    # a name too short for torch's name list proves nothing, so the shim's lack still decides
+    assert _shim_gap(nvcc('identifier "at" is undefined', 'namespace "kd_shim" has no member "TensorBase"'),
+                     "candidate.cu")
+    ld = "d.bind.cpp:(.text+0x4c): undefined reference to `{}'\ncollect2: error: ld returned 1 exit status\n"
+    assert _undefined_candidate_functions(ld.format("kd_user::forward(kd_shim::Tensor, kd_shim::Tensor)")) == [
+        "forward(at::Tensor, at::Tensor)"]
+    assert _undefined_candidate_functions(ld.format("kd_user::forward(kd_shim::Tensor)")
+                                          + ld.format("at::native::add(kd_shim::Tensor)")) == []
+    assert _undefined_candidate_functions(ld.format("cublasCreate_v2")) == []

@@ -8,6 +8,7 @@ import pytest
 from schemas import load_config
 from schemas.records import Candidate
 from schemas.records import VerdictCategory as V
+from tests.test_fastbuild import POLICY_MISTAKES
 from verifier.examples import example_candidate, example_problem
 from verifier.judge import Judge
 from verifier.pool import LocalVerifierPool
@@ -118,6 +119,30 @@ def test_fast_path_builds_in_seconds_and_matches_torch_load_inline(verifier_cach
         v_slow = slow.verify(problem, cand)
     assert v_fast.category == v_slow.category == V.passed, (v_fast.detail, v_slow.detail)
     assert v_fast.compile_seconds < 10 < v_slow.compile_seconds
+
+
+def test_the_policys_common_compile_errors_get_the_same_verdict_on_both_paths(tmp_path):
+    """What tests/test_fastbuild.py now ends on the fast path (an unwritten helper, a tensor for a vector, two
+    tensors for one, a declared function never defined) is a compile error through torch's load_inline too."""
+    problem = example_problem("scale_shift", "cuda")
+    candidates = []
+    for name, (cpp, cuda, _) in sorted(POLICY_MISTAKES.items()):
+        source = (f"import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n"
+                  f"ext = load_inline(name={name!r}, cpp_sources={cpp!r}, cuda_sources={cuda!r}, functions=['forward'],"
+                  f" extra_cuda_cflags=['--extended-lambda'])\n"
+                  f"class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.forward(x)\n")
+        candidates.append(Candidate(id=Candidate.make_id(problem.id, source, "cuda"), problem_id=problem.id,
+                                    source=source, backend="cuda"))
+    verdicts = {}
+    for fast in ("true", "false"):
+        cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false",
+                                 f"verifier.fast_build={fast}"]).verifier
+        with LocalVerifierPool(cfg, tmp_path / fast) as pool:
+            verdicts[fast] = pool.verify_many([(problem, c) for c in candidates])
+    for fast_verdict, torch_verdict in zip(verdicts["true"], verdicts["false"]):
+        assert fast_verdict.category == torch_verdict.category == V.compile_error, (fast_verdict.detail,
+                                                                                     torch_verdict.detail)
+        assert fast_verdict.compile_seconds < 10, fast_verdict.detail
 
 
 def test_unsupported_host_api_falls_back_and_still_passes(verifier_cache):

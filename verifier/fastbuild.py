@@ -137,6 +137,24 @@ _MIRRORED_MACRO = re.compile(r"identifier \"(?:C10_CUDA_CHECK|C10_CUDA_KERNEL_LA
                              r"[‘'](?:C10_CUDA_CHECK|C10_CUDA_KERNEL_LAUNCH_CHECK|AT_CUDA_CHECK)[’'] was not declared in this scope")
 _MIRRORED_CONVERSION = re.compile(r"no suitable (?:user-defined )?conversion from \"kd_shim::(?:Half|BFloat16)\" to "
                                   r"\"(?:__half|__nv_bfloat16|const __half|const __nv_bfloat16)\" exists")
+# Errors torch's build gives too, word for word but for at:: in place of kd_shim::, so they are the candidate's:
+# - at::Tensor has no conversion operator and no constructor from a std:: type, so one tensor where a std:: type
+#   is wanted (returned from a function declared to return a vector), or a vector where a tensor is, fails alike;
+# - torch's dtype and device constants (kFloat32, kCUDA, ...) are variables, as the shim's are;
+# - at::Tensor's public constructors take a Tensor, a TensorBase or a TensorImpl pointer; the last two are names
+#   the shim lacks, which the missing-name check sends the full way, so a tensor made from anything else
+#   (`return {a, b};` where one tensor is returned) fails alike.
+_MIRRORED_MESSAGE = re.compile(
+    r'no suitable (?:user-defined )?conversion from "(?:const )?kd_shim::Tensor" to "(?:const )?std::[^"]*" exists|'
+    r'no suitable (?:user-defined )?conversion from "(?:const )?std::vector<kd_shim::Tensor[^"]*" to '
+    r'"(?:const )?kd_shim::Tensor" exists|'
+    r"could not convert [‘'].*[’'] from [‘'](?:const )?kd_shim::Tensor[’'] to [‘'](?:const )?std::[^’']*[’']|"
+    r'variable "kd_shim::k[A-Z]\w*" is not a type name|'
+    r'no instance of constructor "kd_shim::Tensor::Tensor" matches the argument list')
+# Error messages that say a name does not exist at all (not that it does not fit): the quoted name.
+_UNDECLARED_NAME = re.compile(r"[‘'\"]([^’'\"]+)[’'\"] (?:is undefined|was not declared|has not been declared)|"
+                              r"has no member(?: named)? [‘'\"]([^’'\"]+)[’'\"]")
+_UNDEFINED_REFERENCE = re.compile(r"undefined reference to [`‘']([^'’]+)['’]")
 
 
 def _lean_then_all_std(compile_with) -> None:
@@ -165,16 +183,44 @@ def _shim_gap(log: str, user_file: str) -> str | None:
     errors = list(_ERROR_LINE.finditer(log))
     if not errors:
         return f"no compiler error to show (link or tool failure): {_first_error(log)}"
+    if any(_certainly_the_candidates(m, user_file) for m in errors):
+        return None  # torch's build stops at that error too, whatever the others say
     for m in errors:
         message = m.group("msg")
         if os.path.basename(m.group("file")) != user_file or (
                 _SHIM_GAP.search(message) and not _MIRRORED_CONVERSION.fullmatch(message.strip())
-                and not _MIRRORED_MACRO.fullmatch(message.strip())):
+                and not _MIRRORED_MACRO.fullmatch(message.strip())
+                and not _MIRRORED_MESSAGE.fullmatch(message.strip())):
             return f"{os.path.basename(m.group('file'))}: {message.strip()[:200]}"
         beyond = [name for name in _missing_names(message) if name in _torch_names() and name not in _shim_names()]
         if beyond:
             return f"uses {', '.join(sorted(set(beyond))[:5])}, which torch has and kd_shim lacks"
     return None
+
+
+def _certainly_the_candidates(error: re.Match, user_file: str) -> bool:
+    """An error torch's full build would give too: in the candidate's file, a name is missing that neither
+    torch's headers nor the shim declare anywhere (a helper it never wrote, a misspelt variable). One is
+    enough: the errors after it are often its echoes (`kd_map1<float>(x, torch::kFloat32, ...)` with
+    kd_map1 undefined is parsed as comparisons, and nvcc then says kd_shim's kFloat32 is not a type)."""
+    if os.path.basename(error.group("file")) != user_file:
+        return False
+    names = [next(g for g in m.groups() if g).split("::")[-1] for m in _UNDECLARED_NAME.finditer(error.group("msg"))]
+    # torch's names are read at 3 characters and up: a shorter one (`at`, `py`) proves nothing
+    return bool(names) and all(re.fullmatch(r"[A-Za-z_]\w{2,}", name) and name not in _torch_names()
+                               and name not in _shim_names() for name in names)
+
+
+def _undefined_candidate_functions(log: str) -> list[str]:
+    """The candidate's own functions a failed link could not find (declared, then bound or called, never
+    defined), as torch would name them; [] when any missing symbol could be someone else's. Only the
+    candidate's namespace can define kd_user:: symbols, and torch's build would fail to load the same module
+    (Python loads extensions with RTLD_NOW: "undefined symbol"), so this is the candidate's error on both."""
+    names = _UNDEFINED_REFERENCE.findall(log)
+    prefix = f"{USER_NAMESPACE}::"
+    if not names or not all(name.startswith(prefix) for name in names):
+        return []
+    return sorted({name[len(prefix):].replace("kd_shim::", "at::") for name in names})
 
 
 # Error messages that say a name is missing or does not fit (g++ and nvcc phrasings): the quoted names.
@@ -749,8 +795,12 @@ class FastInlineBuilder:
         link = [self.compiler, "-shared", str(cu_obj), str(bind_obj), "-o", str(out), f"-L{bridge}",
                 "-lkd_bridge", f"-Wl,-rpath,{bridge}", f"-L{home / 'lib64'}", "-lcudart", "-Wl,--no-undefined"]
         proc = self._run([link], runner)[0]
-        if proc.returncode != 0:  # e.g. a declared function never defined: let torch's path report it
-            raise _ShimGap(f"link failed: {_first_error(proc.stderr)}")
+        if proc.returncode != 0:
+            undefined = _undefined_candidate_functions(proc.stderr)
+            if undefined:
+                raise BuildError("the candidate's CUDA/C++ source failed to link", "\n".join(
+                    f"link error: {name} is declared and used but never defined" for name in undefined))
+            raise _ShimGap(f"link failed: {_first_error(proc.stderr)}")  # a symbol torch may have: its path decides
 
     # -- shared ------------------------------------------------------------------------
     def _cached(self, key: str, build, runner) -> str:
