@@ -292,7 +292,9 @@ def test_a_judge_nobody_closed_stops_its_spares_when_collected(tmp_path):
     judge = Judge(cfg, tmp_path / "cache")
     judge.sandboxes.take("run").close()  # its refill starts two spares
     deadline = time.monotonic() + 60
-    while (len(judge.spare_pids()) < 2 or judge.sandboxes._refills) and time.monotonic() < deadline:
+    # a spare counts once its keeper runs; its jailed process drops to a sandbox uid a moment later
+    while (len(judge.spare_pids()) < 2 or judge.sandboxes._refills or len(sandbox_processes()) < 2) \
+            and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(judge.spare_pids()) == 2 and len(sandbox_processes()) >= 2  # the spares' jailed processes
     isolation = judge.sandboxes.isolation
