@@ -119,6 +119,9 @@ class Verdict(Record):
     # candidate's, build: its compilers, reference: the problem's reference when this judgement made it), as
     # the kernel counts them (cgroup or /proc); where the wall time of `phases` was spent working, not waiting
     cpu_seconds: dict[str, float] = Field(default_factory=dict)
+    # why the fast build path handed this candidate's builds to torch's load_inline (full torch headers: tens of
+    # seconds each), built or not; empty when every build stayed on the fast path
+    build_fallbacks: list[str] = Field(default_factory=list)
     # seconds per call: the sandbox's claim, the judge's own clock, what was believed, the eager baseline
     timing: dict[str, float] = Field(default_factory=dict)
     # passing kernels: the least time their memory traffic needs (bytes read + written at the device's copy

@@ -38,6 +38,10 @@ SAMPLES_PER_CATEGORY = 3  # generated kernels per verdict category kept as an ML
 log = logging.getLogger("kerneldojo")
 
 
+# the particulars of a fast-path fallback reason (quoted names, line numbers), so that alike reasons count together
+_REASON_DETAIL = re.compile(r'"[^"]*"|‘[^’]*’|\(\d+\)|:\d+')
+
+
 @dataclass
 class StageContext:
     """Handed to a stage body: its run id, config, storage, tracker and verifier."""
@@ -117,6 +121,14 @@ class StageContext:
             for v in judged:
                 for name, spent in getattr(v, field).items():
                     sums[name] = round(sums.get(name, 0.0) + spent, 2)
+        # builds the fast path could not take went through torch's load_inline: tens of seconds each
+        slow = [v for v in judged if v.build_fallbacks]
+        entry["torch_builds"] = entry.get("torch_builds", 0) + len(slow)
+        reasons = entry.setdefault("torch_build_reasons", {})
+        for v in slow:
+            reason = _REASON_DETAIL.sub("…", v.build_fallbacks[0])[:120]
+            reasons[reason] = reasons.get(reason, 0) + 1
+        entry["torch_build_reasons"] = dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:5])
         entry["per_second"] = round(entry["verdicts"] / max(entry["seconds"], 1e-9), 2)
         per_verdict = max(entry["judged"], 1)
         means = {phase: spent / per_verdict for phase, spent in entry["phase_seconds"].items()}
@@ -124,6 +136,7 @@ class StageContext:
         entry["phase_mean_seconds"] = {phase: round(m, 3) for phase, m in means.items()}  # phase_seconds: the sums
         entry["cpu_mean_seconds"] = {who: round(m, 3) for who, m in cpu_means.items()}
         self.mlflow.log_metrics({f"verifier/{key}/per_second": entry["per_second"],
+                                 f"verifier/{key}/torch_build_share": entry["torch_builds"] / per_verdict,
                                  **{f"verifier/{key}/mean_{phase}_s": m for phase, m in means.items()},
                                  **{f"verifier/{key}/mean_cpu_{who}_s": m for who, m in cpu_means.items()}},
                                 step=entry["calls"])
@@ -132,7 +145,9 @@ class StageContext:
             cpu = ", ".join(f"{who} {m:.2f}" for who, m in sorted(cpu_means.items(), key=lambda x: -x[1]))
             console.print(f"{description}: {len(verdicts)} verdicts in {seconds:.0f} s "
                           f"({len(verdicts) / seconds:.2f}/s, {len(verdicts) - len(judged)} cached); mean s a "
-                          f"verdict judged here: {busiest}; CPU s: {cpu or 'not measured'}")
+                          f"verdict judged here: {busiest}; CPU s: {cpu or 'not measured'}"
+                          + (f"; {len(slow)} built through torch's load_inline (the fast path could not: "
+                             f"{next(iter(entry['torch_build_reasons']))})" if slow else ""))
 
     def log_problems(self, problems: list[Problem], run_id: str, context: str) -> None:
         """The problems a run made or used, as an MLflow dataset named after the stage run that holds them."""

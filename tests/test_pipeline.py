@@ -70,6 +70,7 @@ def test_every_stage_wrote_its_rows(demo):
     assert entry["phase_mean_seconds"]["trials"] == pytest.approx(entry["phase_seconds"]["trials"] / entry["judged"],
                                                                   abs=0.01)
     assert {"judge", "run", "build", "reference"} <= set(entry["cpu_mean_seconds"])  # where the time was work
+    assert entry["torch_builds"] == 0 and entry["torch_build_reasons"] == {}  # teacher and mutants: all fast builds
     assert wh.summary(runs["leap_rl"])["verifier"]["verify_step"]["calls"] >= 1
     hinted = wh.problems(runs["hints"])
     assert len(hinted) == 8 and all(p.hints for p in hinted)

@@ -166,6 +166,20 @@ def test_unbindable_signature_falls_back_to_load_inline(verifier_cache, tmp_path
     assert module.pick(torch.arange(4.0), [3, 1]).tolist() == [3.0, 1.0]
 
 
+def test_a_verdict_names_why_its_build_left_the_fast_path(verifier_cache):
+    """A build through torch's load_inline costs tens of seconds (half the build time of the H200's evaluations
+    went so): the verdict says why the fast path let it go, whether it then built or failed; a build that stayed
+    on the fast path says nothing."""
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.trials=1", "verifier.timing_runs=1"]).verifier
+    call = 'mod = load_inline(name="fwd", cpp_sources=src, functions=["fwd"])'
+    slow = good("o[i] = undeclared_name;").replace(call, call[:-1] + ', extra_ldflags=["-lm"])')
+    with Judge(cfg, verifier_cache) as judge:
+        failed, fast = judge.verify(problem(), candidate("slow", slow)), judge.verify(problem(), candidate("fast", good()))
+    assert failed.category == V.compile_error and "undeclared_name" in failed.detail, failed.detail
+    assert failed.build_fallbacks == ["extra_ldflags"]
+    assert fast.category == V.passed and fast.build_fallbacks == [], fast.detail
+
+
 def test_spare_sandboxes_serve_one_candidate_each_and_stop_on_close(verifier_cache):
     cfg = load_config(None, ["verifier.spare_sandboxes=2", "verifier.use_cache=false"]).verifier
     judge = Judge(cfg, verifier_cache)

@@ -335,9 +335,10 @@ _ALIASES = "namespace torch = ::kd_shim; namespace at = ::kd_shim; namespace c10
 class BuildError(RuntimeError):
     """The candidate's C++/CUDA source failed to compile; `log` holds the compiler output."""
 
-    def __init__(self, message: str, log: str):
+    def __init__(self, message: str, log: str, fallback: str | None = None):
         super().__init__(message)
         self.log = log
+        self.fallback = fallback  # why the fast path handed it to torch's load_inline, where it failed
 
 
 class _ShimGap(Exception):
@@ -804,8 +805,9 @@ class FastInlineBuilder:
 
     # -- shared ------------------------------------------------------------------------
     def _cached(self, key: str, build, runner) -> str:
-        """`key` in the store, built by `build(out)` into the runner's outbox when it is not there yet. A
-        compile error is stored too (`<key>.error`): each source pays for its build once, success or not."""
+        """`key` in the store, built by `build(out)` into the runner's outbox (or where it returns) when it is not
+        there yet. A compile error is stored too (`<key>.error`): each source pays for its build once, success or
+        not."""
         if self.store.get(key) is not None:
             self.stats.cache_hits += 1
             return key
@@ -813,7 +815,7 @@ class FastInlineBuilder:
         out = runner.outbox / f"{key}.so"
         start = time.perf_counter()
         try:
-            build(out)
+            out = build(out) or out  # torch's build says where it put the library
         except BuildError as exc:
             self._store_error(key, exc)
             raise
@@ -844,19 +846,11 @@ class FastInlineBuilder:
         kwargs = request.torch_kwargs()
         key = _signature("torch", repr(sorted(kwargs.items(), key=lambda kv: kv[0])), torch.__version__,
                          self.cuda_arch or "", "torch-load-inline")
-        if self.store.get(key) is None:
-            self._raise_stored_error(key)
-            start = time.perf_counter()
-            try:
-                self.store.put(key, _read_built(runner.torch_build(kwargs, self.timeout_s)))
-            except BuildError as exc:
-                self._store_error(key, exc)
-                raise
-            finally:
-                self.stats.seconds += time.perf_counter() - start
-                self.stats.builds += 1
-        else:
-            self.stats.cache_hits += 1
+        try:
+            self._cached(key, lambda out: runner.torch_build(kwargs, self.timeout_s), runner)
+        except BuildError as exc:
+            exc.fallback = reason
+            raise
         return Artifact(key=key, kind="module" if request.is_python_module else "ops", name=request.name,
                         functions=request.functions, fallback=reason)
 

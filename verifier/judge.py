@@ -67,6 +67,7 @@ class _Phases:
         self._last = time.perf_counter()
         self.seconds: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
+        self.build_fallbacks: list[str] = []  # why builds left the fast path (Verdict.build_fallbacks)
 
     def add_cpu(self, who: str, seconds: float) -> None:
         self.cpu[who] = round(self.cpu.get(who, 0.0) + seconds, 4)
@@ -408,6 +409,7 @@ class Judge:
             rule=outcome.rule,
             phases=phases.seconds,
             cpu_seconds=phases.cpu,
+            build_fallbacks=phases.build_fallbacks,
             timing=outcome.timing,
             roofline_fraction=outcome.roofline,
             peak_memory_bytes=outcome.peak_memory,
@@ -711,7 +713,7 @@ class Judge:
         reference = self.reference(problem, device_index)
         phases.mark("reference")
         box = self.sandboxes.take_run_sandbox(device_index)
-        loading = _Loading()
+        loading = _Loading(fallbacks=phases.build_fallbacks)  # the same list: the verdict reports it
         try:
             box.start({"source": candidate.source, "device": self._device_str(device_index),
                        "init_inputs": dumps(reference.init_inputs), "init_seed": INIT_SEED, "num_threads": 1})
@@ -829,6 +831,8 @@ class Judge:
             artifact = self.builder(device_index).build(request, loading.runner)
         except BuildError as exc:
             loading.build_log = exc.log or str(exc)
+            if exc.fallback:
+                loading.fallbacks.append(exc.fallback)
             box.send(("build_error", str(exc)[:500]))
             return None
         if artifact.fallback:
