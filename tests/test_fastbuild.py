@@ -3,6 +3,7 @@ kd_shim (no torch headers), registered as boxed dispatcher ops through libkd_bri
 tensors. cpu: the same shim and bridge with g++ alone, falling back to the precompiled torch prelude for
 what the shim lacks."""
 
+import re
 import shutil
 
 import pytest
@@ -284,6 +285,16 @@ def test_the_policys_common_compile_errors_are_final_on_the_fast_path(builder, n
         builder.load_inline(f"mistake_{name}", cpp, cuda_sources=cuda, functions=["forward"],
                             extra_cuda_cflags=["--extended-lambda"])
     assert said in info.value.log and builder.stats.fallbacks == fallbacks, builder.stats.fallback_reasons[fallbacks:]
+
+
+def test_no_shim_function_takes_a_container_of_tensors():
+    """fastbuild's _MIRRORED_MESSAGE takes "no conversion from Tensor to std::..." for the candidate's error: true
+    while no kd_shim function takes a std:: container of tensors where torch takes a TensorList (one tensor
+    converts to a TensorList, not to a std::vector)."""
+    from verifier.fastbuild import SHIM_DIR
+
+    shim = "\n".join(path.read_text() for path in SHIM_DIR.glob("*.h"))
+    assert "Tensor" in shim and not re.search(r"std::(?:vector|array|initializer_list)<\s*(?:const\s+)?Tensor\b", shim)
 
 
 def test_an_error_a_full_build_might_not_give_still_takes_the_full_way():

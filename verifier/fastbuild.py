@@ -139,7 +139,9 @@ _MIRRORED_CONVERSION = re.compile(r"no suitable (?:user-defined )?conversion fro
                                   r"\"(?:__half|__nv_bfloat16|const __half|const __nv_bfloat16)\" exists")
 # Errors torch's build gives too, word for word but for at:: in place of kd_shim::, so they are the candidate's:
 # - at::Tensor has no conversion operator and no constructor from a std:: type, so one tensor where a std:: type
-#   is wanted (returned from a function declared to return a vector), or a vector where a tensor is, fails alike;
+#   is wanted (returned from a function declared to return a vector), or a vector where a tensor is, fails alike
+#   (so long as no kd_shim function takes a std:: container of tensors where torch takes a TensorList, which one
+#   tensor converts to: tests/test_fastbuild.py holds the shim to that);
 # - torch's dtype and device constants (kFloat32, kCUDA, ...) are variables, as the shim's are;
 # - at::Tensor's public constructors take a Tensor, a TensorBase or a TensorImpl pointer; the last two are names
 #   the shim lacks, which the missing-name check sends the full way, so a tensor made from anything else
