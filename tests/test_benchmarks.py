@@ -210,7 +210,9 @@ def test_learning_curve_tables_finished_chains_over_seeds(tmp_path, capsys):
     for seed, (turn_1, turn_3) in enumerate([(0.25, 0.5), (0.75, 1.0)]):
         sft = finished("sft", ["distill-x"])
         evaluated = finished("evaluate", [sft], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_3,
-                                                 "faster_rate": 0.5, "problems": 124})
+                                                 "faster_rate": 0.5, "problems": 124,
+                                                 "metrics": {"category/turn_1/wrong_output": 0.5 - turn_1 / 2,
+                                                             "category/turn_1/compile_error": 0.5 - turn_1 / 2}})
         files.append(tmp_path / f"chain-seed{seed}.json")
         files[-1].write_text(json.dumps({"distill": "distill-x", "sft": sft, "evaluate@sft": evaluated}))
     main(["--runs", *map(str, files), "--set", f"home={tmp_path}", "--markdown", str(tmp_path / "table.md")])
@@ -218,6 +220,8 @@ def test_learning_curve_tables_finished_chains_over_seeds(tmp_path, capsys):
     row = next(line for line in printed.splitlines() if line.startswith("| sft |"))
     assert "| 0.500 ± 0.354 | 0.750 ± 0.354 | 0.500 ± 0.000 | 124 |" in row, row
     assert not any(line.startswith("| rft |") for line in printed.splitlines())  # not evaluated: no row
+    mix = [line for line in printed.splitlines() if line.startswith("| sft |")][1]  # what turn 1 failed with
+    assert mix == "| sft | 0.250 | 0.250 | - | - | - |", mix
     assert row in (tmp_path / "table.md").read_text()
 
 

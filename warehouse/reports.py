@@ -45,6 +45,23 @@ def held_out_table(per_seed: list[list[dict]], max_turns: int) -> str:
     return "\n".join(lines)
 
 
+FAILURES = ("wrong_output", "compile_error", "runtime_error", "timeout", "illegal")
+
+
+def failure_mix_table(per_seed: list[list[dict]]) -> str:
+    """Markdown: what the first turn's verdicts were, a row per stage (share of samples, mean over seeds) — why a
+    stage's pass rate is what it is (a policy that compiles and computes wrong, or one that does not compile)."""
+    lines = ["| stage (turn 1) | " + " | ".join(f.replace("_", " ") for f in FAILURES) + " |",
+             "| --- |" + " ---: |" * len(FAILURES)]
+    for stage in POLICY_STAGES:
+        rows = [r for seed_rows in per_seed for r in seed_rows if r["stage"] == stage]
+        if rows:
+            found = [{**r, **r.get("metrics", {})} for r in rows]  # an evaluation's summary keeps them in metrics
+            shares = [[float(r[f"category/turn_1/{f}"]) for r in found if f"category/turn_1/{f}" in r] for f in FAILURES]
+            lines.append(f"| {stage} | " + " | ".join(f"{statistics.mean(v):.3f}" if v else "-" for v in shares) + " |")
+    return "\n".join(lines)
+
+
 # What `kerneldojo compare` shows of each evaluation, per level and overall (prefix "" = all problems).
 COMPARED = ("problems", "accuracy/turn_1", "accuracy/turn_3", "fast_0/eager/turn_1", "fast_1/eager/turn_1",
             "fast_1.5/eager/turn_1", "fast_2/eager/turn_1", "fast_1/compile/turn_1", "fast_1/eager",
