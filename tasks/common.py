@@ -128,7 +128,7 @@ class StageContext:
         for v in slow:
             reason = _REASON_DETAIL.sub("…", v.build_fallbacks[0])[:120]
             reasons[reason] = reasons.get(reason, 0) + 1
-        entry["torch_build_reasons"] = dict(sorted(reasons.items(), key=lambda kv: -kv[1])[:5])
+        entry["torch_build_reasons"] = dict(sorted(reasons.items(), key=lambda kv: -kv[1]))  # commonest first
         entry["per_second"] = round(entry["verdicts"] / max(entry["seconds"], 1e-9), 2)
         per_verdict = max(entry["judged"], 1)
         means = {phase: spent / per_verdict for phase, spent in entry["phase_seconds"].items()}

@@ -153,9 +153,7 @@ _MIRRORED_MESSAGE = re.compile(
     r"could not convert [‘'].*[’'] from [‘'](?:const )?kd_shim::Tensor[’'] to [‘'](?:const )?std::[^’']*[’']|"
     r'variable "kd_shim::k[A-Z]\w*" is not a type name|'
     r'no instance of constructor "kd_shim::Tensor::Tensor" matches the argument list')
-# Error messages that say a name does not exist at all (not that it does not fit): the quoted name.
-_UNDECLARED_NAME = re.compile(r"[‘'\"]([^’'\"]+)[’'\"] (?:is undefined|was not declared|has not been declared)|"
-                              r"has no member(?: named)? [‘'\"]([^’'\"]+)[’'\"]")
+_MIRRORED = (_MIRRORED_CONVERSION, _MIRRORED_MACRO, _MIRRORED_MESSAGE)
 _UNDEFINED_REFERENCE = re.compile(r"undefined reference to [`‘']([^'’]+)['’]")
 
 
@@ -190,9 +188,7 @@ def _shim_gap(log: str, user_file: str) -> str | None:
     for m in errors:
         message = m.group("msg")
         if os.path.basename(m.group("file")) != user_file or (
-                _SHIM_GAP.search(message) and not _MIRRORED_CONVERSION.fullmatch(message.strip())
-                and not _MIRRORED_MACRO.fullmatch(message.strip())
-                and not _MIRRORED_MESSAGE.fullmatch(message.strip())):
+                _SHIM_GAP.search(message) and not any(p.fullmatch(message.strip()) for p in _MIRRORED)):
             return f"{os.path.basename(m.group('file'))}: {message.strip()[:200]}"
         beyond = [name for name in _missing_names(message) if name in _torch_names() and name not in _shim_names()]
         if beyond:
@@ -226,10 +222,15 @@ def _undefined_candidate_functions(log: str) -> list[str]:
 
 
 # Error messages that say a name is missing or does not fit (g++ and nvcc phrasings): the quoted names.
-_MISSING_NAME = re.compile(r"[‘'\"]([^’'\"]+)[’'\"] (?:was not declared|is undefined|has not been declared|does not name a"
-                           r"|is not a member of|is not a template)|has no member(?: named)? [‘'\"]([^’'\"]+)[’'\"]|"
+_QUOTED = r"[‘'\"]([^’'\"]+)[’'\"]"
+_UNDECLARED = r"was not declared|is undefined|has not been declared"
+_NO_MEMBER = rf"has no member(?: named)? {_QUOTED}"
+_MISSING_NAME = re.compile(rf"{_QUOTED} (?:{_UNDECLARED}|does not name a|is not a member of|is not a template)|"
+                           rf"{_NO_MEMBER}|"
                            r"no (?:matching function for call to|instance of (?:overloaded function|function template|"
-                           r"constructor)) [‘'\"]([^’'\"(<]+)|there are no arguments to [‘'\"]([^’'\"]+)[’'\"]")
+                           r"constructor)) [‘'\"]([^’'\"(<]+)|there are no arguments to " + _QUOTED)
+# ... of which those that say the name does not exist at all (not that it does not fit)
+_UNDECLARED_NAME = re.compile(rf"{_QUOTED} (?:{_UNDECLARED})|{_NO_MEMBER}")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w+")
 
 
