@@ -1,9 +1,11 @@
 """A saved policy comes back exactly: the same tokens for the same text, the same logits."""
 
+import pytest
 import torch
 
-from schemas.config import ModelConfig
+from schemas.config import GenerationConfig, ModelConfig
 from training.model import build_model, load_policy, save_policy, train_tokenizer
+from training.rollout import HFRolloutEngine
 
 TEXT = "torch::Tensor forward(torch::Tensor x0) {\n  auto v0 = kd_map1<float, float>(x0, torch::kFloat32);\n  return v0;\n}\n"
 
@@ -22,3 +24,21 @@ def test_a_saved_policy_tokenizes_and_scores_as_it_was_trained(tmp_path):
         tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
     with torch.no_grad():
         assert torch.equal(model(torch.tensor([ids])).logits, loaded_model(torch.tensor([ids])).logits)
+
+
+@pytest.mark.gpu
+def test_generation_on_a_gpu_leaves_it_to_the_verifier():
+    """The verifier's sandboxes share the policy's GPU. A 512-sample batch's logits and KV cache, kept in torch's
+    caching allocator after `generate`, held all 139 GiB of an H200 and the next reference ran out of memory
+    (seed 0 of configs/mini.yaml, 2026-12-02): a batch's memory goes back to the driver when generation ends."""
+    tokenizer = train_tokenizer([TEXT] * 40 + ["hello world\n"] * 10, 400)
+    model = build_model(ModelConfig(vocab_size=400, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                    num_attention_heads=2, num_key_value_heads=1), tokenizer, seed=0).to("cuda")
+    weights = torch.cuda.memory_allocated()
+    engine = HFRolloutEngine(model, tokenizer, "cuda")
+    prompt = tokenizer(TEXT)["input_ids"]
+    generations = engine.generate([prompt] * 256, GenerationConfig(max_new_tokens=256, temperature=1.0, top_p=1.0,
+                                                                    batch_size=256), seed=0)
+    assert len(generations) == 256
+    # a batch's logits alone are 256 x 256 x 400 floats (100 MiB): what stays reserved is the weights' blocks
+    assert torch.cuda.memory_reserved() < weights + 32 * 2**20, (torch.cuda.memory_reserved(), weights)

@@ -138,8 +138,11 @@ def test_the_policys_common_compile_errors_get_the_same_verdict_on_both_paths(tm
         cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false",
                                  f"verifier.fast_build={fast}"]).verifier
         with LocalVerifierPool(cfg, tmp_path / fast) as pool:
-            verdicts[fast] = pool.verify_many([(problem, c) for c in candidates])
-    for fast_verdict, torch_verdict in zip(verdicts["true"], verdicts["false"]):
+            # verify_many yields lazily, in completion order: drain it while the pool is open, match by id
+            verdicts[fast] = {v.candidate_id: v for v in pool.verify_many([(problem, c) for c in candidates])}
+    assert len(verdicts["true"]) == len(verdicts["false"]) == len(POLICY_MISTAKES)
+    for candidate in candidates:
+        fast_verdict, torch_verdict = verdicts["true"][candidate.id], verdicts["false"][candidate.id]
         assert fast_verdict.category == torch_verdict.category == V.compile_error, (fast_verdict.detail,
                                                                                      torch_verdict.detail)
         assert fast_verdict.compile_seconds < 10, fast_verdict.detail

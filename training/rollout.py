@@ -84,10 +84,15 @@ class HFRolloutEngine:
                         break
                 text = self.tokenizer.decode(tokens, skip_special_tokens=True)
                 results.append(Generation(tokens, text, finished, row_logp[:len(tokens)]))
+            del out, logits, token_logp
             if on_batch:
                 on_batch(len(batch))
         if was_training:
             self.model.train()
+        if torch.device(self.device).type == "cuda":
+            # the verifier's sandboxes share this GPU: a batch's logits and KV cache, left in torch's cache,
+            # took all 139 GiB of an H200 after a 512-sample batch and the next reference ran out of memory
+            torch.cuda.empty_cache()
         return results
 
 
