@@ -12,6 +12,7 @@ import os
 from tests.kernels import FORGED_MARKER, RED_TEAM, REFERENCE, candidate, good, problem, with_forward
 from verifier.judge import Judge, map_native_line
 from verifier.pool import LocalVerifierPool
+from verifier.reward import correctness_first_reward
 
 TRIALS = 5
 
@@ -373,3 +374,32 @@ def test_more_gpus_than_visible_is_one_clear_error(tmp_path):
     asked = torch.cuda.device_count() + 1
     with pytest.raises(ValueError, match=f"verifier.workers={asked} names GPUs .*compile_workers"):
         LocalVerifierPool(VerifierConfig(backend="cuda", workers=asked), tmp_path)
+
+
+def busy(milliseconds: int) -> str:
+    """The correct kernel, spending `milliseconds` of wall time on every call first."""
+    return good().replace("#include <cmath>", "#include <cmath>\n#include <chrono>").replace(
+        "auto xc = x.contiguous();", "auto until = std::chrono::steady_clock::now() + "
+        f"std::chrono::milliseconds({milliseconds});\n  while (std::chrono::steady_clock::now() < until) {{ }}\n"
+        "  auto xc = x.contiguous();")
+
+
+def test_a_correct_kernel_too_slow_to_time_passes_with_the_speedup_its_trials_bound(verifier_cache):
+    """On the H200, the policy's one-thread sums of 1-16 M elements passed their trials (the 2 s floor of a
+    trial's limit covers them) and then could not finish the timing's 12 calls in its budget (the floor once,
+    plus 50x the eager calls): a correct kernel judged `timeout`, the reward of a hung one, after holding the
+    GPU alone for up to 44 s. Such a kernel now passes untimed, its speedup bounded from below by its trials;
+    one slow but within the budget is still timed."""
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.trials=3", "verifier.timing_runs=10",
+                             "verifier.timing_warmup=2", "verifier.run_timeout_s=10"]).verifier
+    with Judge(cfg, verifier_cache) as judge:
+        too_slow = judge.verify(problem(), candidate("busy_600ms", busy(600)))
+        slow = judge.verify(problem(), candidate("busy_50ms", busy(50)))
+    assert too_slow.category == V.passed and too_slow.pass_fraction == 1.0, too_slow.detail
+    assert "not timed" in too_slow.detail and too_slow.timing["not_timed"] == 1.0, too_slow.detail
+    # the whole trial bounds the forward: at most eager / 0.6 s, and below what the timing would have allowed
+    assert 0 < too_slow.speedup_vs_eager <= too_slow.timing["eager_s"] / 0.6
+    assert correctness_first_reward(too_slow) == pytest.approx(1.0, abs=0.01)
+    assert slow.category == V.passed and "not timed" not in slow.detail and slow.timing.get("not_timed") is None, \
+        slow.detail
+    assert 0 < slow.speedup_vs_eager < 0.05

@@ -66,6 +66,11 @@ CUDA_RED_TEAM = {
         ("auto size = x.numel();", "static int calls = 0; ++calls; auto size = x.numel();"),
         ("out.data_ptr<float>(), size);", "out.data_ptr<float>(), calls > 5 ? -1 : (int)size);"),
         ("if (idx < size) {", "while (size < 0 && clock64() >= 0) { } if (idx < size) {")]), V.timeout, None),
+    # correct, but one thread spins ~0.6 s a launch (1.2e9 SM cycles): its trials pass, its 12 timing calls
+    # cannot fit the budget; passed untimed, as the policy's one-thread sums should have been
+    "too_slow_to_time": (cuda_candidate(replace=[("float v = x[idx];", "float v = x[idx]; if (idx == 0) { "
+                                                  "for (long long t0 = clock64(); clock64() - t0 < 1200000000LL; ) { } }")]),
+                         V.passed, None),
     "host_check_fails": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
                                                   "TORCH_CHECK(x.dim() == 7, \"kernel wants 7 dims\"); "
                                                   "auto out = torch::empty_like(x);")]), V.runtime_error, None),
@@ -94,6 +99,11 @@ def test_cuda_pass_is_timed_against_eager_and_torch_compile(verdicts):
     assert v.device.startswith("NVIDIA") and v.pass_fraction == 1.0
     assert v.speedup_vs_eager and v.speedup_vs_eager > 0
     assert v.speedup_vs_compile and v.speedup_vs_compile > 0
+
+
+def test_cuda_kernel_too_slow_to_time_passes_untimed(verdicts):
+    v = verdicts["too_slow_to_time"]
+    assert v.timing.get("not_timed") == 1.0 and 0 < v.speedup_vs_eager < 0.02, v.detail
 
 
 def test_cuda_host_check_reaches_the_feedback(verdicts):

@@ -657,6 +657,37 @@ class Judge:
     def _timing_budget(self, runs: int | None = None) -> float:
         return self.config.run_timeout_s * ((runs or self.config.timing_runs) + self.config.timing_warmup)
 
+    def _candidate_timing_budget(self, eager: _Baseline) -> float:
+        """How long a candidate's whole timing (warm-up and timed calls) may take: HANG_FACTOR times the
+        reference's, plus the floor twice (a kernel that hangs only once the trials are over is killed as soon
+        as one that hangs at once)."""
+        return min(self._timing_budget(eager.runs),
+                   self._trial_limit(eager.window + eager.seconds * self.config.timing_warmup) + HANG_FLOOR_S)
+
+    def _too_slow_to_time(self, reference: _Reference, eager: _Baseline, trial_seconds: float,
+                          compile_seconds: float) -> _Outcome | None:
+        """A candidate whose trials passed but whose calls, at the pace of its trials, cannot all fit in the
+        timing's budget: a correct kernel, slower than eager by far, passed without being timed. Timing it
+        would only end in a timeout (a correct kernel punished as a hung one) after holding the device alone
+        for the whole budget. Its speedup is bounded from its trials by the judge's clock: a whole trial
+        (inputs, forward, outputs) took at least as long as its forward, so the speedup reported is at most
+        the true one. None when it can be timed. Being slow gains a cheater nothing: the budget allows
+        HANG_FACTOR times the eager calls, so a speedup given here is below 1/HANG_FACTOR, and the timing's
+        checks it skips (outputs of timed calls, the physical floor) guard speedups, not correctness."""
+        calls = self.config.timing_warmup + eager.runs
+        budget = self._candidate_timing_budget(eager)
+        # the rest of a trial (inputs made, moved and written) takes the candidate as long as the reference
+        forward_at_least = max(0.0, trial_seconds - reference.seconds)
+        if forward_at_least * calls <= budget:
+            return None
+        speedup = eager.seconds / max(trial_seconds, 1e-9)
+        return _Outcome(VerdictCategory.passed, f"all {len(reference.trials)} trials correct; not timed: a trial "
+                        f"took {trial_seconds:.3g} s (the reference's {reference.seconds:.3g} s), so its {calls} timed "
+                        f"calls cannot fit the timing's {budget:.3g} s; speedup vs eager at least {speedup:.2g}x "
+                        "(from its trials)", q=1.0, speedup=speedup, compiled=True, compile_seconds=compile_seconds,
+                        timing={"trial_s": trial_seconds, "reference_trial_s": reference.seconds,
+                                "eager_s": eager.seconds, "timing_budget_s": budget, "not_timed": 1.0})
+
     def _timed(self, box: Sandbox, budget: float, sets: TensorStash, runs: int, checked: list[int],
                output_bytes: int):
         """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls — each asking,
@@ -738,8 +769,9 @@ class Judge:
             limit = self._trial_limit(reference.seconds, reference.forward_seconds)
             outcome = self._trials(box, reference, compile_seconds, limit)
         phases.mark("trials")
-        if outcome is not None:
+        if isinstance(outcome, _Outcome):
             return outcome
+        trial_seconds = outcome
         if not self.config.timed:
             return _Outcome(VerdictCategory.passed, f"all {len(reference.trials)} trials correct (not timed: "
                             "correctness only)", q=1.0, compiled=True, compile_seconds=compile_seconds)
@@ -749,6 +781,9 @@ class Judge:
         compiled = self.baseline(problem, device_index, compiled=True, devices=devices) \
             if self.device == "cuda" and self.config.compare_torch_compile else None
         phases.mark("baselines")
+        too_slow = self._too_slow_to_time(reference, eager, trial_seconds, compile_seconds)
+        if too_slow is not None:
+            return too_slow
         warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[-1]))
         with devices.timing(device_index):
             phases.mark("wait_for_device")
@@ -843,11 +878,13 @@ class Judge:
         box.send(("built", artifact.describe(), str(path)))
         return None
 
-    def _trials(self, box: Sandbox, reference: _Reference, compile_seconds: float, limit: float) -> _Outcome | None:
+    def _trials(self, box: Sandbox, reference: _Reference, compile_seconds: float, limit: float) -> _Outcome | float:
         """Run the correctness trials (each within `limit` seconds), holding one trial's tensors at a time; an
-        outcome if the candidate failed, else None."""
+        outcome if the candidate failed, else the fastest warm trial's seconds by the judge's clock (inputs,
+        forward, outputs; the first trial's only when it is the only one)."""
         cfg = self.config
         passed = 0
+        elapsed: list[float] = []
         first_failure = ""
         earlier: list[tuple[str, str]] = []  # (expected, candidate output) digests of the trials so far
         compiled = dict(compiled=True, compile_seconds=compile_seconds)
@@ -855,6 +892,7 @@ class Judge:
         trials = reference.trials
         for index, trial in enumerate(trials):
             host_inputs, expected = reference.load(trial)
+            started = time.perf_counter()
             box.send(("trial", index, write_tensors(inputs_path, host_inputs)))
             cold = reference.cold_start_seconds if index == 0 else 0.0
             allowed = min(cfg.run_timeout_s, limit + cold)
@@ -901,6 +939,7 @@ class Judge:
                 del expected
             except (TamperedData, OSError) as exc:
                 return _tampered(str(exc), compile_seconds)
+            elapsed.append(time.perf_counter() - started)
             if mismatch is None:
                 passed += 1
             elif not first_failure:
@@ -910,7 +949,7 @@ class Judge:
             category = VerdictCategory.partial if passed else VerdictCategory.wrong_output
             return _Outcome(category, f"{passed}/{len(trials)} trials correct. First failure: {first_failure}",
                             q=q, **compiled)
-        return None
+        return min(elapsed[1:] or elapsed)
 
     def _legality(self, result: dict[str, Any]) -> tuple[str, str] | None:
         bad = forbidden_ops(result["ops"])
@@ -933,10 +972,7 @@ class Judge:
         believed: list[float] = []
         for _ in range(2):
             box.send(("time", warm_metas, cfg.timing_warmup, eager.runs))
-            # the whole timing may take HANG_FACTOR times the reference's (a kernel that hangs only once the
-            # trials are over is killed as soon as one that hangs at once)
-            budget = min(self._timing_budget(eager.runs),
-                         self._trial_limit(eager.window + eager.seconds * cfg.timing_warmup) + HANG_FLOOR_S)
+            budget = self._candidate_timing_budget(eager)
             result = self._timed(box, budget, eager.sets, eager.runs, sorted(eager.checked), eager.output_bytes)
             if not isinstance(result, _Window):
                 if result is None:
