@@ -190,6 +190,11 @@ RED_TEAM: dict[str, tuple[str, V, str | None]] = {
                         V.timeout, None),
     "skip_work_when_timed": (good().replace("auto xc = x.contiguous();", SKIP_WHEN_TIMED + "\n  auto xc = x.contiguous();"),
                              V.illegal, "timing-output"),
+    # honest but unsteady: results that move by 1e-3 once the trials are over, as a float-atomics reduction's
+    # do from call to call — outside the tolerance, inside KernelBench's: a failed check, not a cheat
+    "drifts_when_timed": (good("static int calls = 0; if (i == 0) ++calls; "
+                               "o[i] = 1.0f / (1.0f + std::exp(-a[i])) * b[i % m] + (calls > 5 ? 1e-3f : 0.0f);"),
+                          V.partial, None),
     # native code asking, in the harness's own words, for a later timed call's inputs ahead of time
     "inputs_out_of_turn": (good().replace("#include <cmath>", "#include <cmath>\n" + FORGE_DECLARATION)
                            .replace("auto xc = x.contiguous();", ASK_AHEAD + "\n  auto xc = x.contiguous();"),

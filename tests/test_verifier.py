@@ -90,6 +90,16 @@ def test_pass_is_correct_legal_and_timed(verdicts):
 
 def test_partial_pass_fraction(verdicts):
     assert verdicts["partial"].pass_fraction == pytest.approx(1 / TRIALS)
+
+
+def test_a_timed_call_slightly_off_counts_as_one_more_failed_check_not_a_cheat(verdicts):
+    """On the H200 an honest float-atomics sum passed its three trials and was judged illegal (timing-output)
+    when a timed call summed in another order (relative error 7e-4): the same check, failed by a little, is
+    a partial pass; remembered or skipped work (off by its values) stays illegal."""
+    drift = verdicts["drifts_when_timed"]
+    assert drift.pass_fraction == pytest.approx(TRIALS / (TRIALS + 1)) and "vary from call to call" in drift.detail
+    assert correctness_first_reward(drift) < 0
+    assert verdicts["memo_after_trials"].rule == verdicts["skip_work_when_timed"].rule == "timing-output"
     assert verdicts["wrong_output"].pass_fraction == 0.0
 
 
