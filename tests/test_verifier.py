@@ -413,3 +413,97 @@ def test_a_correct_kernel_too_slow_to_time_passes_with_the_speedup_its_trials_bo
     assert slow.category == V.passed and "not timed" not in slow.detail and slow.timing.get("not_timed") is None, \
         slow.detail
     assert 0 < slow.speedup_vs_eager < 0.05
+
+
+FULL_SUM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.sum(x, [0])
+
+
+def get_inputs():
+    return [torch.randn(4194304)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+SEQUENTIAL_SUM = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+src = r"""
+#include <torch/extension.h>
+torch::Tensor total(torch::Tensor x) {
+  auto xc = x.contiguous();
+  const float* a = xc.data_ptr<float>();
+  float acc = 0.0f;
+  for (int64_t i = 0; i < xc.numel(); ++i) acc += a[i];
+  auto out = torch::empty({}, xc.options());
+  out.data_ptr<float>()[0] = OFFSET acc;
+  return out;
+}
+"""
+mod = load_inline(name="total", cpp_sources=src, functions=["total"])
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return mod.total(x)
+'''
+
+
+def test_the_bound_widens_by_one_roundoff_of_the_summed_magnitudes_and_never_past_kernelbench():
+    import torch
+
+    from verifier.reference import compare_outputs, reassociation_scales
+
+    expected = [torch.tensor(-431.6329), torch.tensor([2.0, 3.0])]
+    scales = [2.5e6, 10.0]  # a sum of 3 M normal values (its terms add up to 2.5 M); an elementwise output
+    assert compare_outputs(expected, [torch.tensor(-431.70), expected[1]], "default") is not None
+    assert compare_outputs(expected, [torch.tensor(-431.70), expected[1]], "default", scales) is None  # 0.07 < 0.3
+    off = compare_outputs(expected, [torch.tensor(-432.2), expected[1]], "default", scales)  # 0.57: a lost term
+    assert off is not None and "for summation order" in off.message
+    assert compare_outputs(expected, [expected[0], torch.tensor([2.0, 3.001])], "default", scales) is not None
+    # a huge scale widens to KernelBench's bound (1e-2 + 1e-2 |x|) and no further
+    assert compare_outputs([torch.tensor(5.0)], [torch.tensor(5.05)], "default", [1e9]) is None
+    assert compare_outputs([torch.tensor(5.0)], [torch.tensor(5.07)], "default", [1e9]) is not None
+    assert compare_outputs([torch.tensor(5.0)], [torch.tensor(5.05)], "default", [None]) is not None
+
+    class Reduce(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.tensor([-2.0, 1.0]))
+
+        def forward(self, x):
+            return (x * self.w).sum(), torch.exp(x) * float("inf")
+
+    x = torch.tensor([[1.0, -3.0], [-1.0, 2.0]])
+    # |w| . |x| summed: 2 + 3 + 2 + 2 = 9; an output that is not finite on magnitudes gets no widening
+    assert reassociation_scales(Reduce, [x], list(Reduce()(x))) == [9.0, None]
+
+
+def test_an_honest_sum_in_another_order_passes(verifier_cache):
+    """On the H200 a policy's sums of 1-3 M normal values failed trials by 2-7 x 10^-4 relative (rel to a result
+    near zero, from terms adding up to millions): one float accumulator in sequence differs from torch's
+    pairwise sum by up to ~0.1 on 4 M values. It passes; an accumulator that loses a unit does not."""
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.trials=3", "verifier.timing_runs=2",
+                             "verifier.run_timeout_s=20"]).verifier
+    full_sum = Problem(id=Problem.make_id(FULL_SUM), source="test", reference=FULL_SUM, name="full_sum")
+    honest = SEQUENTIAL_SUM.replace("OFFSET ", "")
+    off = SEQUENTIAL_SUM.replace("OFFSET ", "1.0f + ")
+    with Judge(cfg, verifier_cache) as judge:
+        verdicts = {name: judge.verify(full_sum, Candidate(id=Candidate.make_id(full_sum.id, src, "cpu"),
+                                                            problem_id=full_sum.id, source=src))
+                    for name, src in [("honest", honest), ("off", off)]}
+    assert verdicts["honest"].category == V.passed, verdicts["honest"].detail
+    assert verdicts["off"].category == V.wrong_output and "for summation order" in verdicts["off"].detail

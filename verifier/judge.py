@@ -183,6 +183,8 @@ class _Reference:
     remake: Callable[[_Trial], list[Any]] | None = None  # a trial not kept: [*inputs, *expected], made again
     cold_start_seconds: float = 0.0  # how much longer the first trial took than `seconds`: a candidate's first
     # trial gets it once on top of its limit (it starts as cold), never multiplied by the hang factors
+    output_scales: list[float | None] | None = None  # per output, the largest reassociation scale of the trials
+    # (None where any trial had none): what widens the comparison for honest reductions (compare_outputs)
 
     @property
     def nbytes(self) -> int:
@@ -459,9 +461,10 @@ class Judge:
         return "cuda" if self.device == "cuda" else "cpu"  # a cuda sandbox sees only its own GPU
 
     def _reference_trial(self, box: Sandbox, problem: Problem,
-                         index: int) -> tuple[list[Any], list[torch.Tensor], float | None]:
-        """One reference trial: its inputs, its expected outputs and its forward's seconds by the sandbox's clock
-        (None when the sandbox sent no believable number)."""
+                         index: int) -> tuple[list[Any], list[torch.Tensor], float | None, list[float | None]]:
+        """One reference trial: its inputs, its expected outputs, its forward's seconds by the sandbox's clock
+        (None when the sandbox sent no believable number) and its outputs' reassociation scales (None each where
+        the sandbox sent none believable)."""
         seed = trial_seed(problem.id, index, self.base_seed)
         box.send(("trial", index, seed))
         msg = box.receive(self.config.run_timeout_s)
@@ -477,7 +480,11 @@ class Judge:
         n = len(metas["inputs"])
         seconds = metas.get("forward_seconds")
         believable = isinstance(seconds, float) and math.isfinite(seconds) and seconds >= 0
-        return values[:n], values[n:], seconds if believable else None
+        scales = metas.get("scales")
+        if not (isinstance(scales, list) and len(scales) == len(values) - n
+                and all(x is None or (type(x) is float and math.isfinite(x) and x >= 0) for x in scales)):
+            scales = [None] * (len(values) - n)
+        return values[:n], values[n:], seconds if believable else None, scales
 
     def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
         """The reference's trials, one at a time: each trial's tensors go to the stash (kept in memory while
@@ -492,8 +499,10 @@ class Judge:
             trials = []
             for index in range(self.config.trials):
                 start = time.perf_counter()
-                inputs, expected, forward = self._reference_trial(box, problem, index)
+                inputs, expected, forward, trial_scales = self._reference_trial(box, problem, index)
                 forwards.append(forward)
+                scales = trial_scales if index == 0 else [
+                    None if a is None or b is None else max(a, b) for a, b in zip(scales, trial_scales)]
                 elapsed.append(time.perf_counter() - start)
                 input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
                 output_bytes = nbytes_of(expected)
@@ -519,7 +528,7 @@ class Judge:
             reference = _Reference(init_inputs, trials, stash, device, slowest, forward, self._stash(memory_bytes=0),
                                    input_bytes, output_bytes,
                                    remake=lambda trial: self._remade_trial(problem, device_index, trial),
-                                   cold_start_seconds=max(0.0, elapsed[0] - slowest))
+                                   cold_start_seconds=max(0.0, elapsed[0] - slowest), output_scales=scales)
         except BaseException:
             stash.close()
             raise
@@ -533,10 +542,11 @@ class Judge:
         references may sum in a different order each run), or the reference cannot be judged against."""
         box, _ = self._reference_box(problem, device_index)
         try:
-            inputs, expected, _ = self._reference_trial(box, problem, trial.index)
+            inputs, expected, _, scales = self._reference_trial(box, problem, trial.index)
         finally:
             box.close()
-        mismatch = compare_outputs(trial.sample or [], [_spread_sample(t) for t in expected], self.config.tolerance)
+        mismatch = compare_outputs(trial.sample or [], [_spread_sample(t) for t in expected], self.config.tolerance,
+                                   scales)
         if mismatch is not None:
             raise ReferenceError(f"problem {problem.name or problem.id}: the reference's outputs for trial "
                                  f"{trial.index} differ from the first time it ran on the same seed (it is not "
@@ -934,7 +944,7 @@ class Judge:
                     earlier.append((trial.expected_digest, output_digest))
                     outputs = [o.to(e.device) for o, e in zip(host_outputs, expected)]
                     del host_outputs
-                    mismatch = compare_outputs(expected, outputs, cfg.tolerance)
+                    mismatch = compare_outputs(expected, outputs, cfg.tolerance, reference.output_scales)
                     del outputs
                 del expected
             except (TamperedData, OSError) as exc:
@@ -991,7 +1001,7 @@ class Judge:
                 near_miss = False
                 if mismatch is None:
                     outputs = [t.to(e.device) for t, e in zip(outputs, expected)]
-                    mismatch = compare_outputs(expected, outputs, cfg.tolerance)
+                    mismatch = compare_outputs(expected, outputs, cfg.tolerance, reference.output_scales)
                     # within KernelBench's tolerance: a result that varies from call to call (a reduction whose
                     # order changes: float atomics), not a remembered or skipped one, which is off by its values
                     near_miss = mismatch is not None and compare_outputs(expected, outputs, "kernelbench") is None

@@ -32,7 +32,7 @@ import torch
 from verifier import jail
 from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
-from verifier.reference import dumps, load_reference_module, loads, to_list
+from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
 from verifier.tensor_io import read_tensors, read_tensors_into, write_tensors
 from verifier.timing import time_calls as _time_calls
 
@@ -407,12 +407,15 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     if device != "cpu":
                         torch.cuda.synchronize()
                     forward_seconds = _perf_counter() - started
+                # this trial's model is not run again: its parameters may become their magnitudes
+                scales = reassociation_scales(lambda: reference, inputs, expected)
+                del reference
                 kept_inputs.clear()
                 kept_inputs[index] = inputs
                 written = write_tensors(trial_path, [*host_inputs, *expected])
                 del host_inputs, expected
                 send(("trial_out", index, {"inputs": written[:len(inputs)], "expected": written[len(inputs):],
-                                           "forward_seconds": forward_seconds}))
+                                           "forward_seconds": forward_seconds, "scales": scales}))
             elif kind == "timing_set":  # the inputs of one timed call, from the judge's seed
                 _, seed = msg
                 torch.manual_seed(seed)
