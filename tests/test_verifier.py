@@ -308,6 +308,20 @@ def test_untimed_verdicts_judge_correctness_alone(verifier_cache):
         judge.close()
 
 
+def test_an_untimed_verdict_in_the_cache_does_not_answer_for_a_timed_judgement(verifier_cache, tmp_path):
+    """RFT judges untimed and RL timed, over one verdict cache: the same kernel, cached from RFT, came back to RL
+    with no speedup — and the speed term of its reward lost — while the key did not say whether it was timed."""
+    base = ["verifier.run_timeout_s=10", "verifier.trials=2", f"verifier.cache_dir={tmp_path}"]
+    verdicts = {}
+    for timed in ("false", "true", "true"):
+        cfg = load_config(None, [*base, f"verifier.timed={timed}"]).verifier
+        with LocalVerifierPool(cfg, tmp_path) as pool:
+            verdicts.setdefault(timed, []).append(pool.verify(problem(), candidate("correct")))
+    (untimed,), (timed, again) = verdicts["false"], verdicts["true"]
+    assert untimed.speedup_vs_eager is None and not timed.cached and timed.speedup_vs_eager > 0
+    assert again.cached and again.speedup_vs_eager == timed.speedup_vs_eager
+
+
 def test_a_hang_is_killed_after_the_reference_s_own_forward_times_a_factor_not_the_run_timeout(verifier_cache):
     """The trial limit is HANG_FLOOR_S + HANG_FACTOR x the reference's forward (the sandbox's clock) + a few times
     the rest of its trial (tensors made and moved): a hang on a small problem is killed in seconds even with a

@@ -50,8 +50,9 @@ class VerdictCache:
         self.store = SignedStore(root, secret)
 
     def key(self, problem: Problem, candidate: Candidate, config: VerifierConfig, base_seed: int) -> str:
+        # `timed`: an untimed pass (correctness only, no speedup) must not answer for a timed judgement
         relevant = config.model_dump(include={"backend", "trials", "tolerance", "fast_build", "isolation",
-                                              "timing_noise"})
+                                              "timing_noise", "timed"})
         return content_hash(HARNESS_VERSION, problem.reference, candidate.source, json.dumps(relevant, sort_keys=True),
                             str(base_seed), length=24)
 
