@@ -386,6 +386,10 @@ class EvaluateConfig(StrictModel):
     after: list[Literal["sft", "rft", "warmup_rl"]] = Field(
         default_factory=list, description="the pipeline also evaluates the policy after these stages (the last "
         "stage is always evaluated), each evaluation an MLflow run nested under the stage run it evaluates")
+    untimed_after: list[Literal["sft", "rft", "warmup_rl", "leap_rl"]] = Field(
+        default_factory=list, description="evaluations of these stages' policies judge correctness only: passes "
+        "are not timed (on one GPU, where timing takes the device alone, ~3x faster) and speed metrics are left "
+        "out; accuracy by turn and pass@k are the same")
     problems: Literal["split", "kernelbench"] = Field(
         "split", description="split: the held-out split of the evaluated run's problems; kernelbench: the problems "
         "of a KernelBench checkout (kernelbench_dir, levels)")

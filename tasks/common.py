@@ -54,6 +54,7 @@ class StageContext:
     mlflow: RunLogger
     summary: dict[str, Any] = field(default_factory=dict)
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # verdict category -> examples
+    timed: bool = True  # False: the pool judges correctness only (set before its first use; untimed_stages too)
     _pool: VerifierPool | None = None
     _analyser: ReferenceAnalyser | None = None
 
@@ -69,7 +70,7 @@ class StageContext:
     def pool(self) -> VerifierPool:
         if self._pool is None:
             verifier = self.config.verifier
-            if self.stage in verifier.untimed_stages:
+            if self.stage in verifier.untimed_stages or not self.timed:
                 verifier = verifier.model_copy(update={"timed": False})
             self._pool = make_pool(verifier, self.verifier_cache, self.config.seed)
         return self._pool

@@ -53,6 +53,9 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
     with stage_run("evaluate", config, parents, pipeline_mlflow_run_id, pipeline_run_id,
                    nest_under_parent=cfg.policy == "run") as ctx:
         policy, who = _policy(ctx, cfg, from_run, config)
+        # an evaluation of a stage in untimed_after judges correctness only (set before the pool is first used)
+        ctx.timed = "evaluate" not in config.verifier.untimed_stages and not (
+            cfg.policy == "run" and who.split(":")[0] in cfg.untimed_after)
         problems = _problems(ctx, cfg, from_run)
         broken = ctx.pool.check_references(problems)
         for problem in problems:
@@ -69,20 +72,22 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
                                f"{reason_in_brief(next(iter(broken.values()), ''))}")
         # evaluates: the stage (sft, ..., leap_rl) or the kind of policy (model, endpoint, template); policy: which
         ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
-                             "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg)})
+                             "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg),
+                             "kerneldojo.timed": str(ctx.timed).lower()})
         with progress_bar("evaluate: turns", cfg.max_turns) as turn_done:
             def verify_turn(pairs):  # one call per turn, every sample still failing: its own bar counts verdicts
                 verdicts = ctx.verify(pairs, f"verify eval ({len(pairs)} samples)")
                 turn_done(1)
                 return verdicts
 
-            summary = evaluate_policy(policy, verify_turn, runnable, cfg, config.verifier.backend, config.seed)
+            summary = evaluate_policy(policy, verify_turn, runnable, cfg, config.verifier.backend, config.seed,
+                                      timed=ctx.timed)
         ctx.warehouse.add_eval_results(ctx.run_id, summary.rows)
         metrics = {**summary.metrics, "problems": len(runnable), "problems/reference_broken": len(broken)}
         ctx.mlflow.log_metrics(metrics)
         _log_tables_and_plots(ctx, cfg, summary, problems, broken)
         ctx.summary.update(evaluated=who, problems_from=_problems_tag(cfg), problems=len(runnable),
-                           reference_broken=len(broken),
+                           reference_broken=len(broken), timed=ctx.timed,
                            **{k: round(v, 3) for k, v in summary.metrics.items() if "/" not in k or
                               k.startswith(("accuracy/", "pass_at_", "avg_at_")) or k in HEADLINE},
                            metrics={k: round(v, 4) for k, v in metrics.items()})
@@ -206,7 +211,8 @@ def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalS
     pq.write_table(pa.Table.from_pylist(table), path)
     ctx.mlflow.log_artifact(path)
 
-    ctx.mlflow.log_text(timing_protocol(ctx.config), "timing_protocol.md")
+    ctx.mlflow.log_text(timing_protocol(ctx.config) if ctx.timed else "Not timed: this evaluation judged "
+                        "correctness only (evaluate.untimed_after, verifier.untimed_stages).\n", "timing_protocol.md")
     m = summary.metrics
     levels = sorted({level_of(r.problem) for r in summary.rollouts if level_of(r.problem)})
     prefixes = [f"{level}/" for level in levels] or [""]
@@ -215,6 +221,8 @@ def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalS
                       for pre in prefixes}, "accuracy by turn, with the verifier's feedback", "turn", "accuracy")
     ctx.mlflow.log_figure(fig, "accuracy_by_turn.png")
     close(fig)
+    if not ctx.timed:  # correctness only: no fast_p beyond fast_0 to plot
+        return
     fig = line_chart({f"{label(pre)} vs {base}": [(p, m[f"{pre}fast_{p:g}/{base}/turn_1"]) for p in FAST_P]
                       for pre in prefixes for base in ("eager", "compile")},
                      "fast_p against p (turn 1)", "p (speedup threshold)", "fast_p")

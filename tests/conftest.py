@@ -11,6 +11,8 @@ os.environ.setdefault("PREFECT_HOME", str(_SESSION_DIR / "prefect"))
 os.environ["KERNELDOJO_PROGRESS"] = "0"
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# a fresh PREFECT_HOME migrates its database on the first start: past Prefect's 20 s on 2 busy cores (seen twice)
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 # Prefect's console shows warnings and errors only; the API (the flow run's logs in the UI) gets INFO too
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
 os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")

@@ -23,7 +23,7 @@ import torch
 SMALL = ["synthesize.num_problems=8", "synthesize.test_fraction=0.25", "sft.epochs=40",
          "rft.samples_per_problem=2", "warmup_rl.steps=1", "warmup_rl.prompts_per_step=3",
          "leap_rl.steps=1", "leap_rl.prompts_per_step=3", "leap_rl.max_turns=2", "evaluate.max_turns=2",
-         "evaluate.after=[sft]"]
+         "evaluate.after=[sft]", "evaluate.untimed_after=[sft]"]
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +128,10 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     assert sorted(by_id[r.data.tags["mlflow.parentRunId"]].data.tags["kerneldojo.stage"] for r in evaluations) \
         == ["leap_rl", "sft"]
     assert sorted(r.data.tags["kerneldojo.evaluates"] for r in evaluations) == ["leap_rl", "sft"]
-    assert all({"accuracy/turn_1", "accuracy/turn_2", "pass_at_1/turn_1", "faster_rate"} <= set(r.data.metrics)
-               for r in evaluations)
+    assert all({"accuracy/turn_1", "accuracy/turn_2", "pass_at_1/turn_1"} <= set(r.data.metrics) for r in evaluations)
+    # evaluate.untimed_after=[sft]: SFT's evaluation says it was not timed and reports no speed
+    assert {r.data.tags["kerneldojo.evaluates"]: ("faster_rate" in r.data.metrics, r.data.tags["kerneldojo.timed"])
+            for r in evaluations} == {"sft": (False, "false"), "leap_rl": (True, "true")}
     sft = next(r for r in children if r.data.tags["kerneldojo.stage"] == "sft")
     assert sft.data.params["sft.epochs"] == "40.0" and "lm/loss" in sft.data.metrics
     assert wh.stage_run(runs["sft"]).mlflow_run_id == sft.info.run_id
@@ -175,7 +177,14 @@ def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):
     assert [r["stage"] for r in rows] == ["sft", "leap_rl"]  # evaluate.after=[sft], and the last stage
     assert all(r["problems"] == 2 and 0 <= r["accuracy/turn_1"] <= r["accuracy/turn_2"] <= 1 and r["wall_s"] > 0
                for r in rows)
-    assert held_out_table([rows], config.evaluate.max_turns).count("\n") == 3
+    table = held_out_table([rows], config.evaluate.max_turns)
+    assert table.count("\n") == 3
+    # evaluate.untimed_after=[sft]: SFT's evaluation judged correctness only and reports no speed, not none faster
+    sft, leap = rows
+    assert sft["timed"] is False and "faster_rate" not in sft and "speedup/geomean_eager" not in sft["metrics"]
+    assert leap["timed"] is True and "faster_rate" in leap
+    assert all(v["speedup_vs_eager"] is None for v in wh.verdict_rows(runs["evaluate@sft"]))
+    assert table.splitlines()[2].split("|")[4].strip() == "-"
 
 
 def test_evaluate_takes_any_policy_stage_and_nothing_else(demo):

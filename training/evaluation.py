@@ -21,9 +21,10 @@ class EvalSummary:
 
 def evaluate_policy(policy: RolloutEngine | ChatPolicy, verify: VerifyBatch, problems: list[Problem],
                     config: EvaluateConfig, backend: str, seed: int,
-                    on_progress: Callable[[str, int], None] | None = None) -> EvalSummary:
+                    on_progress: Callable[[str, int], None] | None = None, timed: bool = True) -> EvalSummary:
     """Every sample gets up to `max_turns` turns with feedback; accuracy at turn t counts passes by turn t.
-    `policy`: a trained policy's sampling engine, or a text policy (an endpoint, a teacher)."""
+    `policy`: a trained policy's sampling engine, or a text policy (an endpoint, a teacher). `timed`: whether
+    the verifier timed the passes (without, the metrics leave speed out rather than report none faster)."""
     if hasattr(policy, "complete"):
         rollouts = chat_rollouts(policy, verify, problems, config.samples_per_problem, config.max_turns,
                                  config.generation, backend, seed, origin="evaluate")
@@ -37,11 +38,12 @@ def evaluate_policy(policy: RolloutEngine | ChatPolicy, verify: VerifyBatch, pro
             for r in rollouts for t, turn in enumerate(r.turns)]
     outcomes = [Outcome(r.problem.id, level_of(r.problem), [t.verdict for t in r.turns]) for r in rollouts]
     metrics = evaluation_metrics(outcomes, config.max_turns, config.samples_per_problem, config.pass_k,
-                                 config.faster_threshold)
+                                 config.faster_threshold, timed)
     for level in sorted({o.level for o in outcomes if o.level}):  # KernelBench problems: per level too
         mine = [o for o in outcomes if o.level == level]
         metrics.update({f"{level}/{k}": v for k, v in evaluation_metrics(
-            mine, config.max_turns, config.samples_per_problem, config.pass_k, config.faster_threshold).items()})
+            mine, config.max_turns, config.samples_per_problem, config.pass_k, config.faster_threshold,
+            timed).items()})
     return EvalSummary(rows, metrics, rollouts)
 
 
@@ -68,7 +70,7 @@ def level_of(problem: Problem) -> str | None:
 
 
 def evaluation_metrics(outcomes: list[Outcome], max_turns: int, samples: int, pass_k: list[int],
-                       faster_threshold: float = 1.1) -> dict[str, float]:
+                       faster_threshold: float = 1.1, timed: bool = True) -> dict[str, float]:
     """Every number of the KernelBench protocol, over samples (problem x sample):
 
     - `accuracy/turn_<t>`: passed by turn t with the verifier's feedback (LEAP's per-turn accuracy);
@@ -79,7 +81,9 @@ def evaluation_metrics(outcomes: list[Outcome], max_turns: int, samples: int, pa
     - `pass_at_<k>/turn_1` (unbiased estimator) and `avg_at_<n>/turn_1` (mean first-turn pass rate of the n
       samples, MusaCoder's Avg@k) per problem, averaged over problems;
     - `turns_per_pass`, `faster_rate` (first pass faster than eager by `faster_threshold`), and
-      `category/turn_1/<category>`: the first-turn verdict mix."""
+      `category/turn_1/<category>`: the first-turn verdict mix.
+
+    Untimed (`timed=False`: the verifier judged correctness only) leaves out every speed metric but fast_0."""
     n = max(len(outcomes), 1)
     metrics: dict[str, float] = {}
     for t in range(1, max_turns + 1):
@@ -87,12 +91,14 @@ def evaluation_metrics(outcomes: list[Outcome], max_turns: int, samples: int, pa
     final = [o.verdicts[o.passed_turn - 1] if o.passed_turn else None for o in outcomes]
     first = [o.verdicts[0] if o.verdicts and o.verdicts[0].passed else None for o in outcomes]
     for baseline in ("eager", "compile"):
-        for p in FAST_P:
+        for p in FAST_P if timed else FAST_P[:1]:
             name = f"fast_{p:g}/{baseline}"
             metrics[name] = fast_p(final, p, baseline)
             metrics[f"{name}/turn_1"] = fast_p(first, p, baseline)
-        metrics[f"speedup/geomean_{baseline}"] = geomean_speedup(final, baseline)
-    metrics["faster_rate"] = sum((v.speedup_vs_eager or 0) > faster_threshold for v in final if v) / n
+        if timed:
+            metrics[f"speedup/geomean_{baseline}"] = geomean_speedup(final, baseline)
+    if timed:
+        metrics["faster_rate"] = sum((v.speedup_vs_eager or 0) > faster_threshold for v in final if v) / n
     passes = [o.passed_turn for o in outcomes if o.passed_turn]
     metrics["turns_per_pass"] = sum(passes) / len(passes) if passes else 0.0
     by_problem: dict[str, list[Outcome]] = {}
