@@ -688,7 +688,7 @@ class Judge:
         budget = self._candidate_timing_budget(eager)
         # the rest of a trial (inputs made, moved and written) takes the candidate as long as the reference
         forward_at_least = max(0.0, trial_seconds - reference.seconds)
-        if forward_at_least * calls <= budget:
+        if not math.isfinite(trial_seconds) or forward_at_least * calls <= budget:
             return None
         speedup = eager.seconds / max(trial_seconds, 1e-9)
         return _Outcome(VerdictCategory.passed, f"all {len(reference.trials)} trials correct; not timed: a trial "
@@ -891,7 +891,7 @@ class Judge:
     def _trials(self, box: Sandbox, reference: _Reference, compile_seconds: float, limit: float) -> _Outcome | float:
         """Run the correctness trials (each within `limit` seconds), holding one trial's tensors at a time; an
         outcome if the candidate failed, else the fastest warm trial's seconds by the judge's clock (inputs,
-        forward, outputs; the first trial's only when it is the only one)."""
+        forward, outputs; inf with one trial: a first trial's time is mostly start-up, and tells nothing)."""
         cfg = self.config
         passed = 0
         elapsed: list[float] = []
@@ -959,7 +959,7 @@ class Judge:
             category = VerdictCategory.partial if passed else VerdictCategory.wrong_output
             return _Outcome(category, f"{passed}/{len(trials)} trials correct. First failure: {first_failure}",
                             q=q, **compiled)
-        return min(elapsed[1:] or elapsed)
+        return min(elapsed[1:], default=math.inf)
 
     def _legality(self, result: dict[str, Any]) -> tuple[str, str] | None:
         bad = forbidden_ops(result["ops"])
