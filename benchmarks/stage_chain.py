@@ -4,7 +4,7 @@ A state file holds {stage or evaluate@stage: stage run id} — the same map a pi
 `benchmarks.learning_curve --runs` reads. Each invocation runs the listed steps in order, each against the run
 the state holds for its upstream stage, skips those the state already has, and starts none after `--deadline`
 seconds, so a step is never cut in half by the command's limit; the next invocation goes on where this one
-stopped.
+stopped. With `--limit` (the command's own limit), a time-budgeted RL step starts only if its budget fits too.
 
     python -m benchmarks.stage_chain --state chain.json --from-run distill-0eee7bec1c --deadline 420 \\
         -c configs/mini.yaml --set seed=1 --set evaluate.split=test -- sft evaluate@sft rft evaluate@rft
@@ -57,8 +57,11 @@ def interrupted_run(warehouse, config, stage: str, upstream_run: str) -> str | N
     return latest.id
 
 
+RL_START_AND_SAVE_S = 60.0  # an RL stage's seconds beside its time budget: policy load, last step, checkpoint
+
+
 def run_chain(steps: list[str], state_path: Path, config_path: str | None, overrides: list[str],
-              deadline_s: float, from_run: str | None = None) -> dict[str, str]:
+              deadline_s: float, from_run: str | None = None, limit_s: float = float("inf")) -> dict[str, str]:
     from flows.pipeline import stages_done
     from flows.stages import stage
     from tasks.common import Home
@@ -85,6 +88,12 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
         if upstream is not None and upstream not in state:
             raise ConfigError(f"step {step!r} reads from a {upstream} run and the state has none: run that step "
                               "first or give --from-run")
+        # a time-budgeted RL stage knows how long it takes: start it only if the command's limit lets it finish
+        budget = getattr(getattr(config, name), "time_budget_s", 0.0) if name in ("warmup_rl", "leap_rl") else 0.0
+        if budget and used + budget + RL_START_AND_SAVE_S > limit_s:
+            print(f"[stage_chain] {used:.0f} s used: {step} needs ~{budget + RL_START_AND_SAVE_S:.0f} s, past the "
+                  f"command's limit ({limit_s:g} s): it and after wait for the next invocation", flush=True)
+            break
         step_started = time.perf_counter()
         resume = interrupted_run(warehouse, config, name, state[upstream]) if upstream else None
         if resume:
@@ -103,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state", required=True, type=Path, help="JSON {step: stage run id}, read and updated")
     parser.add_argument("--from-run", default=None, help="fill the state with this run and its lineage first")
     parser.add_argument("--deadline", type=float, default=float("inf"), help="start no step after this many s")
+    parser.add_argument("--limit", type=float, default=float("inf"), help="the command's own limit (s): a "
+                        "time-budgeted RL step starts only if its budget and ~60 s more fit before it")
     parser.add_argument("--config", "-c", default=None)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("steps", nargs="+", help="stages, evaluate@<stage>, or evaluate")
@@ -111,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         state = run_in_order(lambda: run_chain(args.steps, args.state, args.config, args.set, args.deadline,
-                                               args.from_run))
+                                               args.from_run, args.limit))
     except ConfigError as exc:
         sys.exit(f"error: {exc}")
     print(json.dumps(state), flush=True)

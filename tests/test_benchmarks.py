@@ -154,6 +154,13 @@ def test_stage_chain_goes_on_where_the_last_command_stopped_and_never_starts_pas
     with pytest.raises(ConfigError, match="reads from a distill run and the state has none"):
         run_chain(["sft"], other, None, overrides, float("inf"))
     assert len(warehouse.stage_runs()) == 2
+    # a time-budgeted RL step that the command's limit cannot hold is not started (it would be killed mid-step)
+    rl = tmp_path / "rl.json"
+    rl.write_text(json.dumps({"rft": "rft-0000000000"}))
+    budgeted = [*overrides, "warmup_rl.time_budget_s=300"]
+    assert run_chain(["warmup_rl"], rl, None, budgeted, float("inf"), limit_s=300) == {"rft": "rft-0000000000"}
+    assert "warmup_rl needs ~360 s, past the command's limit (300 s)" in capsys.readouterr().out
+    assert len(warehouse.stage_runs()) == 2
 
 
 def test_stage_chain_resumes_an_rl_step_that_a_command_cut_short(tmp_path):
