@@ -409,7 +409,7 @@ def busy(milliseconds: int) -> str:
 
 
 def test_a_correct_kernel_too_slow_to_time_passes_with_the_speedup_its_trials_bound(verifier_cache):
-    """On the H200, the policy's one-thread sums of 1-16 M elements passed their trials (the 2 s floor of a
+    """On the H200, the policy's one-thread sums of millions of elements passed their trials (the 2 s floor of a
     trial's limit covers them) and then could not finish the timing's 12 calls in its budget (the floor once,
     plus 50x the eager calls): a correct kernel judged `timeout`, the reward of a hung one, after holding the
     GPU alone for up to 44 s. Such a kernel now passes untimed, its speedup bounded from below by its trials;
