@@ -54,7 +54,7 @@ class StageContext:
     mlflow: RunLogger
     summary: dict[str, Any] = field(default_factory=dict)
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # verdict category -> examples
-    timed: bool = True  # False: the pool judges correctness only (set before its first use; untimed_stages too)
+    untimed: bool = False  # asked by the stage body: the pool judges correctness only (set before its first use)
     _pool: VerifierPool | None = None
     _analyser: ReferenceAnalyser | None = None
 
@@ -67,10 +67,16 @@ class StageContext:
         return Path(self.config.verifier.cache_dir or self.home.cache / "verifier")
 
     @property
+    def timed(self) -> bool:
+        """Whether this stage's pool times passing kernels (verifier.timed, untimed_stages, the stage's ask)."""
+        verifier = self.config.verifier
+        return verifier.timed and self.stage not in verifier.untimed_stages and not self.untimed
+
+    @property
     def pool(self) -> VerifierPool:
         if self._pool is None:
             verifier = self.config.verifier
-            if self.stage in verifier.untimed_stages or not self.timed:
+            if not self.timed:
                 verifier = verifier.model_copy(update={"timed": False})
             self._pool = make_pool(verifier, self.verifier_cache, self.config.seed)
         return self._pool

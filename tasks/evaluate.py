@@ -54,8 +54,7 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
                    nest_under_parent=cfg.policy == "run") as ctx:
         policy, who = _policy(ctx, cfg, from_run, config)
         # an evaluation of a stage in untimed_after judges correctness only (set before the pool is first used)
-        ctx.timed = "evaluate" not in config.verifier.untimed_stages and not (
-            cfg.policy == "run" and who.split(":")[0] in cfg.untimed_after)
+        ctx.untimed = cfg.policy == "run" and who.split(":")[0] in cfg.untimed_after
         problems = _problems(ctx, cfg, from_run)
         broken = ctx.pool.check_references(problems)
         for problem in problems:

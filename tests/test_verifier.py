@@ -503,7 +503,7 @@ def test_the_bound_widens_by_one_roundoff_of_the_summed_magnitudes_and_never_pas
 
     x = torch.tensor([[1.0, -3.0], [-1.0, 2.0]])
     # |w| . |x| summed: 2 + 3 + 2 + 2 = 9; an output that is not finite on magnitudes gets no widening
-    assert reassociation_scales(Reduce, [x], list(Reduce()(x))) == [9.0, None]
+    assert reassociation_scales(Reduce(), [x], list(Reduce()(x))) == [9.0, None]
 
 
 def test_an_honest_sum_in_another_order_passes(verifier_cache):

@@ -11,7 +11,7 @@ import io
 import math
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -26,20 +26,17 @@ TOLERANCES: dict[str, dict[torch.dtype, tuple[float, float]]] = {
 }
 
 
-KERNELBENCH_ATOL = KERNELBENCH_RTOL = 1e-2  # no widening goes past KernelBench's own bound
-
-
-def reassociation_scales(make_model: Callable[[], Any], inputs: list[Any], expected: list[torch.Tensor]) \
+def reassociation_scales(model: torch.nn.Module, inputs: list[Any], expected: list[torch.Tensor]) \
         -> list[float | None]:
     """Per output, the largest value the reference gives with every floating input and parameter replaced by
     its magnitude: for a sum, a mean or a matmul, what the output's terms add up to in absolute value, which
     bounds how far an honest kernel summing in another order may round. None for an output where that is not
     a finite number (or for all, when the reference does not run so); for elementwise graphs it is about the
-    output's own size and widens nothing that matters."""
+    output's own size and widens nothing that matters. `model`'s parameters become their magnitudes: pass a
+    model that is not run again."""
     scales: list[float | None] = [None] * len(expected)
     try:
         with torch.no_grad():
-            model = make_model()
             for tensor in [*model.parameters(), *model.buffers()]:
                 if tensor.is_floating_point():
                     tensor.abs_()
@@ -147,7 +144,8 @@ def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], to
         scale = scales[i] if scales is not None and i < len(scales) else None
         allowance = torch.finfo(exp.dtype).eps * scale if scale else 0.0
         if allowance:  # min(bound + allowance, max(bound, KernelBench's bound)), in place: outputs may be GBs
-            widest = exp.double().abs().mul_(KERNELBENCH_RTOL).add_(KERNELBENCH_ATOL)
+            widest_atol, widest_rtol = TOLERANCES["kernelbench"].get(exp.dtype, (1e-2, 1e-2))
+            widest = exp.double().abs().mul_(widest_rtol).add_(widest_atol)
             torch.maximum(widest, bound, out=widest)
             torch.minimum(bound.add_(allowance), widest, out=bound)
             del widest

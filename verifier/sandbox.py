@@ -408,7 +408,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                         torch.cuda.synchronize()
                     forward_seconds = _perf_counter() - started
                 # this trial's model is not run again: its parameters may become their magnitudes
-                scales = reassociation_scales(lambda: reference, inputs, expected)
+                scales = reassociation_scales(reference, inputs, expected)
                 del reference
                 kept_inputs.clear()
                 kept_inputs[index] = inputs
