@@ -66,10 +66,15 @@ CUDA_RED_TEAM = {
         ("auto size = x.numel();", "static int calls = 0; ++calls; auto size = x.numel();"),
         ("out.data_ptr<float>(), size);", "out.data_ptr<float>(), calls > 5 ? -1 : (int)size);"),
         ("if (idx < size) {", "while (size < 0 && clock64() >= 0) { } if (idx < size) {")]), V.timeout, None),
-    # correct, but one thread spins ~0.6 s a launch (1.2e9 SM cycles): its trials pass, its 12 timing calls
-    # cannot fit the budget; passed untimed, as the policy's one-thread sums should have been
+    # correct, but one thread spins 1.25 s of wall time a launch (the global timer, not SM cycles, whose rate
+    # follows the clock): its trials fit the 2 s floor, and its timing calls (at least 12) cannot fit any budget
+    # (at most the 10 s run timeout + the floor, whatever the eager window measured on a shared machine); passed
+    # untimed, as the policy's one-thread sums should have been
     "too_slow_to_time": (cuda_candidate(replace=[("float v = x[idx];", "float v = x[idx]; if (idx == 0) { "
-                                                  "for (long long t0 = clock64(); clock64() - t0 < 1200000000LL; ) { } }")]),
+                                                  "unsigned long long t0, t; "
+                                                  'asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0)); do { '
+                                                  'asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); '
+                                                  "} while (t - t0 < 1250000000ULL); }")]),
                          V.passed, None),
     "host_check_fails": (cuda_candidate(replace=[("auto out = torch::empty_like(x);",
                                                   "TORCH_CHECK(x.dim() == 7, \"kernel wants 7 dims\"); "
@@ -155,7 +160,8 @@ def test_the_policys_common_compile_errors_get_the_same_verdict_on_both_paths(tm
         fast_verdict, torch_verdict = verdicts["true"][candidate.id], verdicts["false"][candidate.id]
         assert fast_verdict.category == torch_verdict.category == V.compile_error, (fast_verdict.detail,
                                                                                      torch_verdict.detail)
-        assert fast_verdict.compile_seconds < 10, fast_verdict.detail
+        # ended on the fast path: no fallback to torch's build (its time is no evidence on a loaded machine)
+        assert fast_verdict.build_fallbacks == [], (fast_verdict.build_fallbacks, fast_verdict.detail)
 
 
 def test_unsupported_host_api_falls_back_and_still_passes(verifier_cache):
