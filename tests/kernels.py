@@ -260,3 +260,29 @@ def get_inputs():
 def get_init_inputs():
     return [16, 8]
 '''
+
+
+def reductions(rows: int, cols: int) -> str:
+    """A full sum, a mean over the outer dim, an amax over the inner one and a sum over both of a transposed
+    view: each way the cuda template reduces (shared among blocks, a block an output, columns, strided)."""
+    return f'''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return (torch.sum(x), torch.mean(x, dim=0), torch.amax(x, dim=1, keepdim=True),
+                torch.sum(x.t(), dim=[0, 1]))
+
+
+def get_inputs():
+    return [torch.randn({rows}, {cols})]
+
+
+def get_init_inputs():
+    return []
+'''

@@ -12,7 +12,7 @@ from schemas.records import Problem, Split
 from training.prompts import extract_code, user_prompt
 from training.teacher import TemplateTeacher
 
-from tests.kernels import LINEAR_AND_MATMUL, TRANSPOSED
+from tests.kernels import LINEAR_AND_MATMUL, TRANSPOSED, reductions
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +105,9 @@ def test_cuda_teacher_kernels_compile_with_nvcc_against_the_shim(problems, tmp_p
 
     teacher = TemplateTeacher()
     found, _, _ = problems
-    extra = Problem(id="lm", source="builtin", reference=LINEAR_AND_MATMUL)
-    for i, problem in enumerate([*found[:3], extra]):
+    extra = [Problem(id="lm", source="builtin", reference=LINEAR_AND_MATMUL),
+             Problem(id="rd", source="builtin", reference=reductions(64, 32))]
+    for i, problem in enumerate([*found[:3], *extra]):
         code = extract_code(teacher.solve(problem, "cuda").completion)
         strings = {t.id: n.value.value for n in ast.parse(code).body if isinstance(n, ast.Assign)
                    for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}

@@ -197,6 +197,28 @@ def test_cuda_template_teacher_solutions_pass_on_the_gpu(verifier_cache):
     assert all(v.passed for v in verdicts), [v.detail for v in verdicts]
 
 
+def test_cuda_template_teacher_reduces_to_few_outputs_at_the_devices_pace(verifier_cache):
+    """Reductions of 16 M elements to one or a few thousand outputs (tests.kernels.reductions): the template once
+    folded each output in one thread (a full sum: one thread over 16 M elements, far slower than eager; the
+    H200 miniature's timeouts, copied by the policy). Blocks share them out now: correct, and timed at a pace
+    of the same order as eager's."""
+    from schemas.records import Problem
+    from tests.kernels import reductions
+    from training.prompts import extract_code
+    from training.teacher import TemplateTeacher
+
+    reference = reductions(4096, 4096)
+    problem = Problem(id=Problem.make_id(reference), source="builtin", reference=reference)
+    code = extract_code(TemplateTeacher().solve(problem, "cuda").completion)
+    candidate = Candidate(id=Candidate.make_id(problem.id, code, "cuda"), problem_id=problem.id, source=code,
+                          backend="cuda")
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false"]).verifier
+    with LocalVerifierPool(cfg, verifier_cache) as pool:
+        verdict = pool.verify(problem, candidate)
+    assert verdict.passed and verdict.pass_fraction == 1.0, verdict.detail
+    assert "not_timed" not in verdict.timing and verdict.speedup_vs_eager > 0.1, (verdict.timing, verdict.detail)
+
+
 # -- the sandbox on the GPU: hostile cuda candidates, then a check of the machine ----------------------------
 SECRET = "KD-GPU-SECRET-1187"
 

@@ -210,8 +210,9 @@ static torch::Tensor kd_mm(const torch::Tensor& a, const torch::Tensor& b) {
 _HELPER_DEPS = {"map1": ["at"], "map2": ["at", "broadcast"], "where": ["at", "broadcast"], "reduce": [],
                 "softmax": ["at"], "linear": [], "mm": []}
 
-# The same helpers for the cuda backend: one thread per output element (grid-stride loops), device
-# lambdas (`--extended-lambda`), strides passed by value in a small struct.
+# The same helpers for the cuda backend: one thread per output element (grid-stride loops; a reduction to few
+# outputs shares each one out among blocks), device lambdas (`--extended-lambda`), strides passed by value in a
+# small struct.
 _CUDA_HELPERS = {
     "at": """\
 #define KD_MAX_DIMS 8
@@ -280,17 +281,58 @@ static torch::Tensor kd_where(const torch::Tensor& c, const torch::Tensor& a, co
 }
 """,
     "reduce": """\
-// One thread per output element folds its reduced elements: acc folds, fin(total, count) finishes.
+// acc folds elements (sum, max, min: associative, so partial folds fold again); fin(total, count) finishes.
+// The k-th reduced element's offset: with the reduced dims merged into one run (kd_reduce does where memory
+// allows) a multiply, not kd_at's divisions, which would take longer than the read.
+__device__ __forceinline__ int64_t kd_red_at(int64_t k, const KdIndex& red) {
+  return red.nd == 1 ? k * red.stride[0] : kd_at(k, red);
+}
+// Many outputs: one thread per output element folds all its elements.
 template <typename Acc, typename Fin>
 __global__ void kd_reduce_kernel(const float* a, KdIndex kept, KdIndex red, float* o, int64_t n_out, int64_t count,
                                  float init, Acc acc, Fin fin) {
   KD_LOOP(j, n_out) {
     int64_t base = kd_at(j, kept);
     float s = init;
-    for (int64_t k = 0; k < count; ++k) s = acc(s, a[base + kd_at(k, red)]);
+    for (int64_t k = 0; k < count; ++k) s = acc(s, a[base + kd_red_at(k, red)]);
     o[j] = fin(s, count);
   }
 }
+// Few outputs whose elements lie side by side: a block folds one slice of an output's elements (its threads
+// stride through the slice, reading neighbours together, then a tree in shared memory): o[j * slices + slice].
+template <typename Acc, typename Fin>
+__global__ void kd_reduce_blocks_kernel(const float* a, KdIndex kept, KdIndex red, float* o, int64_t n_out,
+                                        int64_t count, int64_t slices, int64_t fin_count, float init, Acc acc, Fin fin) {
+  __shared__ float tree[256];
+  for (int64_t g = blockIdx.x; g < n_out * slices; g += gridDim.x) {
+    int64_t base = kd_at(g / slices, kept);
+    float s = init;
+    for (int64_t k = (g % slices) * blockDim.x + threadIdx.x; k < count; k += slices * blockDim.x)
+      s = acc(s, a[base + kd_red_at(k, red)]);
+    tree[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w >>= 1) {
+      if (threadIdx.x < w) tree[threadIdx.x] = acc(tree[threadIdx.x], tree[threadIdx.x + w]);
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) o[g] = fin(tree[0], fin_count);
+    __syncthreads();
+  }
+}
+// Few outputs whose neighbours lie side by side (a reduction over an outer dim): neighbouring threads take
+// neighbouring outputs, each folding one slice of its elements: o[slice * n_out + j].
+template <typename Acc>
+__global__ void kd_reduce_columns_kernel(const float* a, KdIndex kept, KdIndex red, float* o, int64_t n_out,
+                                         int64_t count, int64_t slices, float init, Acc acc) {
+  int64_t chunk = (count + slices - 1) / slices;
+  KD_LOOP(g, n_out * slices) {
+    int64_t base = kd_at(g % n_out, kept), k = (g / n_out) * chunk, end = k + chunk < count ? k + chunk : count;
+    float s = init;
+    for (; k < end; ++k) s = acc(s, a[base + kd_red_at(k, red)]);
+    o[g] = s;
+  }
+}
+struct KdKeep { __device__ float operator()(float s, int64_t) const { return s; } };
 template <typename Acc, typename Fin>
 static torch::Tensor kd_reduce(const torch::Tensor& a, std::vector<int64_t> dims, bool keepdim, float init, Acc acc, Fin fin) {
   int64_t nd = a.dim();
@@ -303,10 +345,55 @@ static torch::Tensor kd_reduce(const torch::Tensor& a, std::vector<int64_t> dims
     else { kept_shape.push_back(a.size(d)); kept_stride.push_back(a.stride(d)); }
     if (!red[d] || keepdim) out_shape.push_back(red[d] ? 1 : a.size(d));
   }
+  // the reduced dims in memory order (a fold may take its elements in any order), merged where they make one
+  // run: a transposed view's full sum reads memory straight through
+  std::vector<std::pair<int64_t, int64_t>> by_stride;  // (stride, size)
+  for (size_t d = 0; d < red_shape.size(); ++d)
+    if (red_shape[d] != 1) by_stride.push_back({red_stride[d], red_shape[d]});
+  std::stable_sort(by_stride.begin(), by_stride.end(), [](auto x, auto y) { return x.first > y.first; });
+  std::vector<int64_t> run_shape, run_stride;
+  for (auto [stride, size] : by_stride) {
+    if (!run_shape.empty() && run_stride.back() == stride * size) {
+      run_shape.back() *= size;
+      run_stride.back() = stride;
+    } else {
+      run_shape.push_back(size);
+      run_stride.push_back(stride);
+    }
+  }
   auto out = torch::empty(out_shape, a.options());
   int64_t n_out = out.numel();
-  if (n_out) kd_reduce_kernel<<<kd_blocks(n_out), 256>>>(a.data_ptr<float>(), kd_index(kept_shape, kept_stride),
-      kd_index(red_shape, red_stride), out.data_ptr<float>(), n_out, count, init, acc, fin);
+  if (!n_out) return out;
+  auto kept = kd_index(kept_shape, kept_stride), reduced = kd_index(run_shape, run_stride);
+  const float* pa = a.data_ptr<float>();
+  float* po = out.data_ptr<float>();
+  if (n_out >= 65536 || count < 1024) {  // enough outputs to fill the device, or too few elements to share out
+    kd_reduce_kernel<<<kd_blocks(n_out), 256>>>(pa, kept, reduced, po, n_out, count, init, acc, fin);
+    return out;
+  }
+  auto grid = [](int64_t blocks) { return (int)std::min<int64_t>(blocks, 65535); };
+  // each output's partial folds, folded again by a block an output (o[j] = fin(partials of j, count))
+  auto fold_partials = [&](const torch::Tensor& partial, int64_t slices, int64_t j_stride, int64_t slice_stride) {
+    kd_reduce_blocks_kernel<<<grid(n_out), 256>>>(partial.data_ptr<float>(), kd_index({n_out}, {j_stride}),
+        kd_index({slices}, {slice_stride}), po, n_out, slices, 1, count, init, acc, fin);
+  };
+  if (run_stride.back() == 1) {  // about 1,024 blocks in all, a slice at least 4,096 elements (16 a thread)
+    int64_t slices = std::max<int64_t>(1, std::min<int64_t>(count / 4096, 1024 / n_out));
+    if (slices == 1) {
+      kd_reduce_blocks_kernel<<<grid(n_out), 256>>>(pa, kept, reduced, po, n_out, count, 1, count, init, acc, fin);
+      return out;
+    }
+    auto partial = torch::empty({n_out * slices}, a.options());
+    kd_reduce_blocks_kernel<<<grid(n_out * slices), 256>>>(pa, kept, reduced, partial.data_ptr<float>(), n_out, count,
+                                                           slices, count, init, acc, KdKeep());
+    fold_partials(partial, slices, slices, 1);
+  } else {  // about 65,536 threads in all, a slice at least 64 elements
+    int64_t slices = std::max<int64_t>(1, std::min<int64_t>(count / 64, (65536 + n_out - 1) / n_out));
+    auto partial = torch::empty({n_out * slices}, a.options());
+    kd_reduce_columns_kernel<<<kd_blocks(n_out * slices), 256>>>(pa, kept, reduced, partial.data_ptr<float>(), n_out,
+                                                                 count, slices, init, acc);
+    fold_partials(partial, slices, 1, n_out);
+  }
   return out;
 }
 """,
