@@ -260,6 +260,34 @@ def test_the_judge_keeps_problems_within_kept_gb_and_checked_references_count(ve
         assert len(pool.judge._in_use) == 1
 
 
+def test_a_reference_that_ran_is_remembered_by_the_next_pool_and_a_broken_one_checked_again(tmp_path):
+    """An evaluation started over (cut short by a preempted worker or a call's limit) runs no reference that already
+    ran under the same settings; broken ones are checked each time (the machine may have been at fault), and a
+    forged memory of one is refused."""
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2"]).verifier
+    good = problem()
+    bad_source = REFERENCE.replace("return torch.sigmoid(x) * self.w", "raise RuntimeError('reference broken')")
+    bad = Problem(id=Problem.make_id(bad_source), source="test", reference=bad_source, name="broken")
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        assert set(pool.check_references([good, bad])) == {bad.id}
+        assert [key[0] for key in pool.judge._references] == [good.id]
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        broken = pool.check_references([good, bad])
+        assert set(broken) == {bad.id} and "reference broken" in broken[bad.id]
+        assert pool.judge._references == {}  # the good one was not run again
+    stricter = cfg.model_copy(update={"memory_limit_mb": cfg.memory_limit_mb // 2})
+    with LocalVerifierPool(stricter, tmp_path) as pool:  # other limits: it may not run under them, so it runs
+        assert pool.check_references([good]) == {}
+        assert [key[0] for key in pool.judge._references] == [good.id]
+    memories = list((tmp_path / "verdicts").glob("reference-*.json"))
+    assert len(memories) == 2
+    for memory in memories:  # rewritten by anyone but the judge: not believed, so run again
+        memory.write_bytes(memory.read_bytes()[:-3] + b"xyz")
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        assert pool.check_references([good]) == {}
+        assert [key[0] for key in pool.judge._references] == [good.id]
+
+
 def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their_digest(verifier_cache):
     """A problem whose trials are too large to keep (KernelBench level 1 at full size: 12.8 GB a trial) keeps only
     their outputs' digests: each candidate's trials are made again by the reference, and judged as before."""

@@ -56,6 +56,19 @@ class VerdictCache:
         return content_hash(HARNESS_VERSION, problem.reference, candidate.source, json.dumps(relevant, sort_keys=True),
                             str(base_seed), length=24)
 
+    def _reference_key(self, problem: Problem, config: VerifierConfig) -> str:
+        # what decides whether a reference runs here: where, how many trials, within what memory and time
+        relevant = config.model_dump(include={"backend", "trials", "isolation", "memory_limit_mb", "run_timeout_s",
+                                              "stored_trials_gb"})
+        return "reference-" + content_hash(HARNESS_VERSION, problem.reference, json.dumps(relevant, sort_keys=True),
+                                            length=24)
+
+    def reference_ran(self, problem: Problem, config: VerifierConfig) -> bool:
+        return self.store.get(f"{self._reference_key(problem, config)}.json") == b"ran"
+
+    def remember_reference_ran(self, problem: Problem, config: VerifierConfig) -> None:
+        self.store.put(f"{self._reference_key(problem, config)}.json", b"ran")
+
     def get(self, key: str) -> Verdict | None:
         payload = self.store.get(f"{key}.json")
         if payload is None:
@@ -110,8 +123,19 @@ class VerifierPool(ABC):
         """Problem id -> why its reference cannot run here (it fails to load, a trial raises, its outputs are
         unreadable), for each such problem. A broken reference is the problem's fault, never a candidate's:
         callers leave those problems out (and report them) instead of judging candidates against them. The
-        references that run stay with the judges, so the candidates' verdicts reuse them."""
-        return {pid: why for pid, why in self._reference_errors(list(problems)) if why is not None}
+        references that run stay with the judges, so the candidates' verdicts reuse them. A reference that ran
+        before under the same settings is remembered (signed, in the cache) and not run again: an evaluation cut
+        short and started over (a KernelBench level at full size outlasts a preemptible worker) repeats neither
+        its verdicts nor its references' trials. Failures are always checked again: they may be the machine's."""
+        problems = list(problems)
+        known = {p.id for p in problems if self.config.use_cache and self.cache.reference_ran(p, self.config)}
+        broken = {pid: why for pid, why in self._reference_errors([p for p in problems if p.id not in known])
+                  if why is not None}
+        if self.config.use_cache:
+            for problem in problems:
+                if problem.id not in known and problem.id not in broken:
+                    self.cache.remember_reference_ran(problem, self.config)
+        return broken
 
     @abstractmethod
     def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]: ...
