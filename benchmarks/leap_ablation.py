@@ -11,7 +11,13 @@ first-turn pass rate against wall seconds and against verifier calls, one line p
     python -m benchmarks.leap_ablation --seconds 20 --seeds 0 --set synthesize.num_problems=8   # CPU smoke run
 
 Without `--from-run`, the home's latest succeeded warmup_rl run is used, and when there is none the stages up to
-warmup_rl run first. LEAP's claims to test: at equal wall time, LEAP's first-turn accuracy >= GRPO-MT's, and DCP
+warmup_rl run first. With `--state`, the ablation spans commands that may each run only minutes (a lent GPU box, a
+CI job): the file holds each finished training and evaluation, the next command skips them, and `--deadline` /
+`--limit` keep a command from starting what it cannot finish (a training starts only if its budget fits the
+limit); the table and the comparison run come when every method and seed is done.
+
+    python -m benchmarks.leap_ablation --config configs/mini.yaml --from-run warmup_rl-1a2b3c4d5e --seconds 120 \
+        --seeds 0 --state ablation.json --deadline 300 --limit 540     # again, until it prints the table LEAP's claims to test: at equal wall time, LEAP's first-turn accuracy >= GRPO-MT's, and DCP
 spends fewer verifier calls than Full. The table says what the miniature says, whichever way it goes.
 """
 
@@ -21,6 +27,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 
 from schemas.config import LEAP_PRESETS, load_config
@@ -46,16 +53,58 @@ def warmup_run(config, config_path: str | None, sets: list[str], given: str | No
     return run
 
 
-def run_method(config_path: str | None, sets: list[str], warmup: str, method: str, seed: int, seconds: float,
-               max_steps: int) -> tuple[str, str]:
-    """(leap_rl run, its evaluation run) for one method and seed."""
+def method_overrides(sets: list[str], method: str, seed: int, seconds: float, max_steps: int) -> list[str]:
+    return [*sets, f"seed={seed}", f"leap_rl.preset={method}", f"leap_rl.time_budget_s={seconds}",
+            f"leap_rl.steps={max_steps}"]
+
+
+def run_methods(config_path: str | None, sets: list[str], warmup_given: str | None, methods: list[str],
+                seeds: list[int], seconds: float, max_steps: int, state_path: Path | None = None,
+                deadline_s: float = float("inf"), limit_s: float = float("inf")) -> tuple[str, list[dict], bool]:
+    """(the warmup run, one result per finished method and seed, whether all are finished). Each is a leap_rl run
+    from the warmup run, then its evaluation. With `state_path` ({"warmup": id, "runs": {"method@seed":
+    {"leap_rl": id, "evaluate": id}}}) finished steps are skipped and each new one is recorded as it ends; no
+    step starts after `deadline_s`, nor a training whose budget cannot end before `limit_s`."""
+    from benchmarks.stage_chain import RL_START_AND_SAVE_S
     from flows.stages import stage
 
-    overrides = [*sets, f"seed={seed}", f"leap_rl.preset={method}", f"leap_rl.time_budget_s={seconds}",
-                 f"leap_rl.steps={max_steps}"]
-    trained = stage(name="leap_rl", from_run=warmup, config_path=config_path, overrides=overrides)
-    evaluated = stage(name="evaluate", from_run=trained, config_path=config_path, overrides=overrides)
-    return trained, evaluated
+    started = time.perf_counter()
+    state = json.loads(state_path.read_text()) if state_path is not None and state_path.exists() else {}
+    if state.get("warmup") and warmup_given and state["warmup"] != warmup_given:
+        raise ValueError(f"{state_path} holds an ablation from {state['warmup']}, not {warmup_given}: another file")
+    config = load_config(config_path, sets)
+    warmup = state.get("warmup") or warmup_run(config, config_path, sets, warmup_given)
+    state = {"warmup": warmup, "runs": state.get("runs", {})}
+
+    def save() -> None:
+        if state_path is not None:
+            state_path.write_text(json.dumps(state, indent=1))
+
+    save()
+    pairs = [(method, seed) for seed in seeds for method in methods]
+    for method, seed in pairs:
+        done = state["runs"].get(f"{method}@{seed}", {})
+        overrides = method_overrides(sets, method, seed, seconds, max_steps)
+        for step, upstream in (("leap_rl", warmup), ("evaluate", done.get("leap_rl"))):
+            if step in done:
+                continue
+            used = time.perf_counter() - started
+            budget = seconds + RL_START_AND_SAVE_S if step == "leap_rl" else 0.0
+            if used > deadline_s or used + budget > limit_s:
+                print(f"[leap_ablation] {used:.0f} s used: {method} (seed {seed}) {step} and after wait for the "
+                      "next invocation", flush=True)
+                save()
+                return warmup, _finished(state, pairs), False
+            done[step] = stage(name=step, from_run=upstream, config_path=config_path, overrides=overrides)
+            state["runs"][f"{method}@{seed}"] = done
+            save()
+            print(f"[leap_ablation] {method} (seed {seed}) {step}: {done[step]}", flush=True)
+    return warmup, _finished(state, pairs), True
+
+
+def _finished(state: dict, pairs: list[tuple[str, int]]) -> list[dict]:
+    return [{"method": method, "seed": seed, **state["runs"][f"{method}@{seed}"]} for method, seed in pairs
+            if "evaluate" in state["runs"].get(f"{method}@{seed}", {})]
 
 
 def step_curves(client, mlflow_run_id: str) -> list[dict[str, float]]:
@@ -131,9 +180,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-steps", type=int, default=10_000, help="a step cap besides the time budget")
     parser.add_argument("--markdown", default=None, help="also write the table (and the command) to this file")
     parser.add_argument("--json", default=None, help="also write every run's numbers and curve to this file")
+    parser.add_argument("--state", type=Path, default=None, help="JSON of the finished runs, read and updated: "
+                        "the ablation goes on over several commands")
+    parser.add_argument("--deadline", type=float, default=float("inf"), help="start no run after this many s")
+    parser.add_argument("--limit", type=float, default=float("inf"), help="the command's own limit (s): a "
+                        "training starts only if its budget and ~60 s more fit before it")
     args = parser.parse_args(argv)
     if args.seconds <= 0:
         parser.error("--seconds must be positive")
+    if args.state is None and (args.deadline != float("inf") or args.limit != float("inf")):
+        parser.error("--deadline and --limit stop an ablation part way: give --state, where the next command "
+                     "finds what is done")
 
     from mlflow.tracking import MlflowClient
 
@@ -144,17 +201,11 @@ def main(argv: list[str] | None = None) -> None:
     config = load_config(args.config, args.set)
     from flows.script import run_in_order
 
-    def train_every_method() -> tuple[str, list[dict]]:
-        warmup, results = warmup_run(config, args.config, args.set, args.from_run), []
-        for seed in args.seeds:
-            for method in args.methods:
-                trained, evaluated = run_method(args.config, args.set, warmup, method, seed, args.seconds,
-                                                args.max_steps)
-                results.append({"method": method, "seed": seed, "leap_rl": trained, "evaluate": evaluated,
-                                "time_budget_s": args.seconds})
-        return warmup, results
-
-    warmup, results = run_in_order(train_every_method)
+    warmup, results, complete = run_in_order(lambda: run_methods(
+        args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps, args.state,
+        args.deadline, args.limit))
+    for r in results:
+        r["time_budget_s"] = args.seconds
     warehouse = Warehouse(Home.of(config).warehouse_path)
     client = MlflowClient(default_tracking_uri(Home.of(config).root))
     for r in results:
@@ -166,6 +217,11 @@ def main(argv: list[str] | None = None) -> None:
     turn = min(3, config.evaluate.max_turns)
     table = ablation_table(results, turn)
     command = "python -m benchmarks.leap_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
+    if not complete:
+        print(f"{len(results)} of {len(args.methods) * len(args.seeds)} methods and seeds done; the same command "
+              f"goes on from {args.state}\n")
+        print(table)
+        return
     mlflow_run = log_comparison(config, results, table, command)
     print(f"from warmup_rl run {warmup}; {args.seconds:g} s of training per method and seed\n")
     print(table)

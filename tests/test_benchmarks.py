@@ -241,3 +241,48 @@ def test_cuda_context_rate_says_it_needs_a_gpu_where_there_is_none():
         pytest.skip("a GPU is visible: the benchmark runs instead (docs/gpu-results.md)")
     with pytest.raises(SystemExit, match="no CUDA device is visible"):
         cuda_context_rate.main(["--n", "1"])
+
+
+def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_is_done(tmp_path, capsys):
+    """`leap_ablation --state`: finished trainings and evaluations are skipped, a command starts no training its
+    limit cannot hold, and the table and comparison run come once every method and seed is done."""
+    from mlflow.tracking import MlflowClient
+
+    from benchmarks.leap_ablation import main
+    from schemas.records import StageStatus
+    from warehouse.store import Warehouse
+    from warehouse.tracking import default_tracking_uri
+
+    warehouse = Warehouse(tmp_path / "warehouse.duckdb")
+
+    def finished(stage, parents, summary=None):
+        row = warehouse.begin_stage_run(stage, {}, "h", parents)
+        warehouse.finish_stage_run(row.id, StageStatus.succeeded, summary=summary or {})
+        return row.id
+
+    warmup = finished("warmup_rl", ["rft-x"])
+    runs = {}
+    for method, turn_1 in (("leap", 0.5), ("grpo", 0.25)):
+        trained = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99})
+        runs[f"{method}@0"] = {"leap_rl": trained, "evaluate": finished(
+            "evaluate", [trained], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_1 + 0.25})}
+    state = tmp_path / "ablation.json"
+    state.write_text(json.dumps({"warmup": warmup, "runs": {"leap@0": runs["leap@0"]}}))
+    common = ["--set", f"home={tmp_path}", "--from-run", warmup, "--seconds", "300", "--seeds", "0",
+              "--state", str(state)]
+    main([*common, "--methods", "leap", "grpo", "--limit", "300"])  # grpo's 300 s cannot end within 300 s
+    printed = capsys.readouterr().out
+    assert "grpo (seed 0) leap_rl and after wait for the next invocation" in printed
+    assert "1 of 2 methods and seeds done" in printed and "| leap | 0.500 | 0.750 | 4.0 |" in printed
+    assert len(warehouse.stage_runs()) == 5  # nothing started
+    assert list(json.loads(state.read_text())["runs"]) == ["leap@0"]
+    state.write_text(json.dumps({"warmup": warmup, "runs": runs}))  # grpo finished by another command
+    main([*common, "--methods", "leap", "grpo", "--limit", "300"])
+    printed = capsys.readouterr().out
+    assert "| grpo | 0.250 | 0.500 |" in printed and "MLflow run" in printed
+    assert len(warehouse.stage_runs()) == 5
+    client = MlflowClient(default_tracking_uri(tmp_path))
+    assert client.search_runs([e.experiment_id for e in client.search_experiments()],
+                              "tags.`kerneldojo.benchmark` = 'leap_ablation'")
+    with pytest.raises(SystemExit):  # stopping part way without a state would lose what was done
+        main(["--set", f"home={tmp_path}", "--seconds", "300", "--limit", "100"])
