@@ -17,8 +17,10 @@ CI job): the file holds each finished training and evaluation, the next command 
 limit); the table and the comparison run come when every method and seed is done.
 
     python -m benchmarks.leap_ablation --config configs/mini.yaml --from-run warmup_rl-1a2b3c4d5e --seconds 120 \
-        --seeds 0 --state ablation.json --deadline 300 --limit 540     # again, until it prints the table LEAP's claims to test: at equal wall time, LEAP's first-turn accuracy >= GRPO-MT's, and DCP
-spends fewer verifier calls than Full. The table says what the miniature says, whichever way it goes.
+        --seeds 0 --state ablation.json --deadline 300 --limit 540     # again, until it prints the table
+
+LEAP's claims to test: at equal wall time, LEAP's first-turn accuracy >= GRPO-MT's, and DCP spends fewer verifier
+calls than Full. The table says what the miniature says, whichever way it goes.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from schemas.config import LEAP_PRESETS, load_config
+from schemas.config import LEAP_PRESETS, ConfigError, load_config
 
 UP_TO_WARMUP = ["synthesize", "hints", "distill", "sft", "rft", "warmup_rl"]
 
@@ -71,7 +73,8 @@ def run_methods(config_path: str | None, sets: list[str], warmup_given: str | No
     started = time.perf_counter()
     state = json.loads(state_path.read_text()) if state_path is not None and state_path.exists() else {}
     if state.get("warmup") and warmup_given and state["warmup"] != warmup_given:
-        raise ValueError(f"{state_path} holds an ablation from {state['warmup']}, not {warmup_given}: another file")
+        raise ConfigError(f"{state_path} holds an ablation from {state['warmup']}, not {warmup_given}: give "
+                          "another --state")
     config = load_config(config_path, sets)
     warmup = state.get("warmup") or warmup_run(config, config_path, sets, warmup_given)
     state = {"warmup": warmup, "runs": state.get("runs", {})}
@@ -201,9 +204,12 @@ def main(argv: list[str] | None = None) -> None:
     config = load_config(args.config, args.set)
     from flows.script import run_in_order
 
-    warmup, results, complete = run_in_order(lambda: run_methods(
-        args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps, args.state,
-        args.deadline, args.limit))
+    try:
+        warmup, results, complete = run_in_order(lambda: run_methods(
+            args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps, args.state,
+            args.deadline, args.limit))
+    except ConfigError as exc:
+        sys.exit(f"error: {exc}")
     for r in results:
         r["time_budget_s"] = args.seconds
     warehouse = Warehouse(Home.of(config).warehouse_path)

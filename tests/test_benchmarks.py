@@ -286,3 +286,5 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
                               "tags.`kerneldojo.benchmark` = 'leap_ablation'")
     with pytest.raises(SystemExit):  # stopping part way without a state would lose what was done
         main(["--set", f"home={tmp_path}", "--seconds", "300", "--limit", "100"])
+    with pytest.raises(SystemExit, match="holds an ablation from"):  # one state file, one warmup run
+        main([*common[:2], "--from-run", finished("warmup_rl", ["rft-y"]), *common[4:]])
