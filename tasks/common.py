@@ -57,6 +57,7 @@ class StageContext:
     untimed: bool = False  # asked by the stage body: the pool judges correctness only (set before its first use)
     _pool: VerifierPool | None = None
     _analyser: ReferenceAnalyser | None = None
+    _verify_seconds: dict[str, float] = field(default_factory=dict)  # unrounded, per call description
 
     @property
     def artifacts(self) -> Path:
@@ -123,7 +124,8 @@ class StageContext:
         entry["calls"] += 1
         entry["verdicts"] += len(verdicts)
         entry["judged"] += len(judged)
-        entry["seconds"] = round(entry["seconds"] + seconds, 2)
+        self._verify_seconds[key] = self._verify_seconds.get(key, 0.0) + seconds
+        entry["seconds"] = round(self._verify_seconds[key], 2)
         for field, sums in (("phases", entry["phase_seconds"]), ("cpu_seconds", entry["cpu_seconds"])):
             for v in judged:
                 for name, spent in getattr(v, field).items():
@@ -136,13 +138,15 @@ class StageContext:
             reason = _REASON_DETAIL.sub("…", v.build_fallbacks[0])[:120]
             reasons[reason] = reasons.get(reason, 0) + 1
         entry["torch_build_reasons"] = dict(sorted(reasons.items(), key=lambda kv: -kv[1]))  # commonest first
-        entry["per_second"] = round(entry["verdicts"] / max(entry["seconds"], 1e-9), 2)
+        if self._verify_seconds[key] >= 0.01:  # not a rate of verdicts that all came at once (from the cache)
+            entry["per_second"] = round(entry["verdicts"] / self._verify_seconds[key], 2)
         per_verdict = max(entry["judged"], 1)
         means = {phase: spent / per_verdict for phase, spent in entry["phase_seconds"].items()}
         cpu_means = {who: spent / per_verdict for who, spent in entry["cpu_seconds"].items()}
         entry["phase_mean_seconds"] = {phase: round(m, 3) for phase, m in means.items()}  # phase_seconds: the sums
         entry["cpu_mean_seconds"] = {who: round(m, 3) for who, m in cpu_means.items()}
-        self.mlflow.log_metrics({f"verifier/{key}/per_second": entry["per_second"],
+        self.mlflow.log_metrics({**({f"verifier/{key}/per_second": entry["per_second"]} if "per_second" in entry
+                                    else {}),
                                  f"verifier/{key}/torch_build_share": entry["torch_builds"] / per_verdict,
                                  **{f"verifier/{key}/mean_{phase}_s": m for phase, m in means.items()},
                                  **{f"verifier/{key}/mean_cpu_{who}_s": m for who, m in cpu_means.items()}},

@@ -456,3 +456,20 @@ def test_a_stage_flow_run_shows_its_stage_run_in_prefect(demo):
 
         task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
         assert [sorted(t.tags) for t in task_runs] == [["kerneldojo", "stage:hints"]]  # no GPU: no `gpu` tag
+
+
+def test_a_verifier_rate_is_of_measured_seconds_never_of_an_instant(tmp_path):
+    """Verdicts that all came at once (the cache) have no rate: once read as 11 of them in 0.0 s (seconds rounded
+    first), 1.1e10 a second in the summary and in MLflow. The rate is of the unrounded seconds, when there are any."""
+    from schemas.config import load_config
+    from schemas.records import Verdict, VerdictCategory
+    from tasks.common import stage_run
+
+    verdict = Verdict(candidate_id="c", problem_id="p", compiled=True, correct=True, legal=True, pass_fraction=1.0,
+                      category=VerdictCategory.passed, cached=True)
+    with stage_run("synthesize", load_config(None, [f"home={tmp_path}"]), []) as ctx:
+        ctx._note_throughput("verify step 1", [verdict] * 11, 0.004)
+        entry = ctx.summary["verifier"]["verify_step"]
+        assert entry["verdicts"] == 11 and "per_second" not in entry
+        ctx._note_throughput("verify step 2", [verdict] * 10, 2.0)
+        assert entry["seconds"] == 2.0 and entry["per_second"] == pytest.approx(21 / 2.004, abs=0.01)
