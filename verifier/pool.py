@@ -43,8 +43,8 @@ def default_workers(config: VerifierConfig) -> int:
 
 
 class VerdictCache:
-    """One authenticated entry per verdict (verifier/signed_store.py), written only by the judge's side;
-    a forged or edited entry is refused and judged again."""
+    """One authenticated entry per verdict, and per reference known to run (verifier/signed_store.py), written
+    only by the judge's side; a forged or edited entry is refused and judged (or run) again."""
 
     def __init__(self, root: Path, secret: bytes):
         self.store = SignedStore(root, secret)
