@@ -38,6 +38,16 @@ SAMPLES_PER_CATEGORY = 3  # generated kernels per verdict category kept as an ML
 log = logging.getLogger("kerneldojo")
 
 
+def reason_in_brief(why: str, limit: int = 300) -> str:
+    """A failure in a line: its first line (which problem, which trial) and its last (the exception), not the
+    top of a traceback cut off before it says what went wrong."""
+    lines = [line.strip() for line in why.strip().splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return why.strip()[:limit]
+    head, last = lines[0], lines[-1]
+    return f"{head[:limit // 3]} … {last[-(limit - min(len(head), limit // 3)):]}"
+
+
 # the particulars of a fast-path fallback reason (quoted names, line numbers), so that alike reasons count together
 _REASON_DETAIL = re.compile(r'"[^"]*"|‘[^’]*’|\(\d+\)|:\d+')
 
@@ -88,6 +98,18 @@ class StageContext:
         if self._analyser is None:
             self._analyser = ReferenceAnalyser(self.config.verifier, self.verifier_cache)
         return self._analyser
+
+    def references_broken(self, problems: list[Problem]) -> dict[str, str]:
+        """Problem id -> why its reference cannot run here, for each such problem: each is logged and kept in the
+        summary (`left_out`), and the caller leaves it out. A broken reference is the problem's fault, never the
+        policy's: it is not judged against, and it does not end the stage."""
+        broken = self.pool.check_references(problems)
+        for problem in problems:
+            if problem.id in broken:
+                log.warning("left out %s: %s", problem.name or problem.id, reason_in_brief(broken[problem.id]))
+                self.summary.setdefault("left_out", {})[problem.name or problem.id] = \
+                    reason_in_brief(broken[problem.id], 200)
+        return broken
 
     def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict]:
         """Verify in the pool (duplicates judged once), record candidates and verdicts, return in order."""

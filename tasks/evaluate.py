@@ -20,7 +20,7 @@ from operators.hints import HintError, extract_hints
 from operators.imports import load_kernelbench
 from schemas.config import EvaluateConfig, PipelineConfig
 from schemas.records import Problem
-from tasks.common import StageContext, log, progress_bar, stage_run
+from tasks.common import StageContext, log, progress_bar, reason_in_brief, stage_run
 from tasks.plots import close, line_chart
 from training.evaluation import FAST_P, EvalSummary, evaluate_policy, level_of
 from training.model import load_policy, resolve_device
@@ -29,16 +29,6 @@ from verifier.analysis import AnalysisError
 
 HEADLINE = ("accuracy/turn_1", "fast_1/eager/turn_1", "fast_1/compile/turn_1", "speedup/geomean_eager",
             "faster_rate", "turns_per_pass")
-
-
-def reason_in_brief(why: str, limit: int = 300) -> str:
-    """A reference's failure in a line: its first line (which problem, which trial) and its last (the exception),
-    not the top of a traceback cut off before it says what went wrong."""
-    lines = [line.strip() for line in why.strip().splitlines() if line.strip()]
-    if len(lines) <= 1:
-        return why.strip()[:limit]
-    head, last = lines[0], lines[-1]
-    return f"{head[:limit // 3]} … {last[-(limit - min(len(head), limit // 3)):]}"
 
 
 def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_run_id: str | None = None,
@@ -56,10 +46,7 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         # an evaluation of a stage in untimed_after judges correctness only (set before the pool is first used)
         ctx.untimed = cfg.policy == "run" and who.split(":")[0] in cfg.untimed_after
         problems = _problems(ctx, cfg, from_run)
-        broken = ctx.pool.check_references(problems)
-        for problem in problems:
-            if problem.id in broken:
-                log.warning("left out %s: %s", problem.name or problem.id, reason_in_brief(broken[problem.id]))
+        broken = ctx.references_broken(problems)
         runnable = [p for p in problems if p.id not in broken]
         ctx.log_problems(runnable, ctx.run_id if cfg.problems == "kernelbench" else
                          ctx.warehouse.ancestor(from_run, "hints").id, "evaluation")

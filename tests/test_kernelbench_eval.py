@@ -139,7 +139,7 @@ def test_eval_cli_asks_for_exactly_one_policy(kernelbench):
 
 
 def test_a_left_out_reason_keeps_the_exception_not_the_top_of_its_traceback():
-    from tasks.evaluate import reason_in_brief
+    from tasks.common import reason_in_brief
 
     frames = "".join(f'  File "/site-packages/torch/nn/modules/module.py", line {i}, in _call_impl\n    return f()\n'
                      for i in range(40))

@@ -191,3 +191,27 @@ def test_missing_vllm_is_one_clear_error(tiny):
 
     with pytest.raises(RuntimeError, match=r"pip install 'kerneldojo\[gpu\]'"):
         VLLMRolloutEngine("/nonexistent", tiny[1])
+
+
+def test_an_rl_step_leaves_out_a_problem_whose_reference_cannot_run(tmp_path):
+    """A training problem whose reference fails here (out of memory on a shared GPU, a crash) takes its group out
+    of the step, said in the log and the summary; it no longer ends the stage. A step with nothing left is one
+    clear error."""
+    from schemas.config import load_config
+    from tasks.common import stage_run
+    from tasks.rl import _Steps
+    from tests.kernels import REFERENCE, problem
+    from training.checkpoint import RLState
+
+    good = problem()
+    bad_source = REFERENCE.replace("return torch.sigmoid(x) * self.w", "raise RuntimeError('reference broken')")
+    bad = Problem(id=Problem.make_id(bad_source), source="test", reference=bad_source, name="broken")
+    config = load_config(None, [f"home={tmp_path}", "warmup_rl.prompts_per_step=2", "verifier.trials=2",
+                                "verifier.run_timeout_s=10"])
+    with stage_run("warmup_rl", config, []) as ctx:
+        tasks = _Steps("warmup_rl", ctx, [good, bad], random.Random(0), RLState(-1)).plan(0)
+        assert [t.problem.id for t in tasks] == [good.id]
+        assert "reference broken" in ctx.summary["left_out"]["broken"]
+        with pytest.raises(RuntimeError, match="none of its 1 problems has a reference that runs here; first: .*"
+                                               "reference broken"):
+            _Steps("warmup_rl", ctx, [bad], random.Random(0), RLState(-1)).plan(0)
