@@ -62,13 +62,13 @@ def serve_prefect() -> str | None:
     from prefect.settings import get_current_settings
 
     settings = get_current_settings()
-    if _server is not None and _server.process.poll() is None:
-        return _server.api_url
-    if settings.api.url or not settings.server.ephemeral.enabled:
-        return None
-    env = {**os.environ, **settings.to_environment_variables(exclude_unset=True), **EPHEMERAL_ENV}
-    _server = _start(env, timeout_s=settings.server.ephemeral.startup_timeout_seconds)
-    atexit.register(_server.stop)
+    if _server is None or _server.process.poll() is not None:
+        if settings.api.url or not settings.server.ephemeral.enabled:
+            return None
+        env = {**os.environ, **settings.to_environment_variables(exclude_unset=True), **EPHEMERAL_ENV}
+        _server = _start(env, timeout_s=settings.server.ephemeral.startup_timeout_seconds)
+        atexit.register(_server.stop)
+    # (again when the server was already ours: whatever pointed Prefect elsewhere since, it points at it now)
     os.environ["PREFECT_API_URL"] = _server.api_url
     prefect.context.refresh_global_settings_context()  # Prefect read the environment at import
     return _server.api_url

@@ -243,7 +243,25 @@ def test_cuda_context_rate_says_it_needs_a_gpu_where_there_is_none():
         cuda_context_rate.main(["--n", "1"])
 
 
-def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_is_done(tmp_path, capsys):
+@pytest.fixture
+def prefect_env_restored():
+    """A script's `main` run in this process points Prefect (and every later subprocess) at the server it starts:
+    put the environment back, so later tests' CLIs start servers of their own."""
+    import os
+
+    import prefect.context
+
+    before = os.environ.get("PREFECT_API_URL")
+    yield
+    if before is None:
+        os.environ.pop("PREFECT_API_URL", None)
+    else:
+        os.environ["PREFECT_API_URL"] = before
+    prefect.context.refresh_global_settings_context()
+
+
+def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_is_done(tmp_path, capsys,
+                                                                                       prefect_env_restored):
     """`leap_ablation --state`: finished trainings and evaluations are skipped, a command starts no training its
     limit cannot hold, and the table and comparison run come once every method and seed is done."""
     from mlflow.tracking import MlflowClient
