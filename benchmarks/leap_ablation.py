@@ -60,10 +60,11 @@ def method_overrides(sets: list[str], method: str, seed: int, seconds: float, ma
             f"leap_rl.steps={max_steps}"]
 
 
-def run_methods(config_path: str | None, sets: list[str], warmup_given: str | None, methods: list[str],
+def run_methods(config, config_path: str | None, sets: list[str], warmup_given: str | None, methods: list[str],
                 seeds: list[int], seconds: float, max_steps: int, state_path: Path | None = None,
                 deadline_s: float = float("inf"), limit_s: float = float("inf")) -> tuple[str, list[dict], bool]:
-    """(the warmup run, one result per finished method and seed, whether all are finished). Each is a leap_rl run
+    """(the warmup run, one result per finished method and seed, whether all are finished). `config`: the one
+    `config_path` and `sets` make. Each is a leap_rl run
     from the warmup run, then its evaluation. With `state_path` ({"warmup": id, "runs": {"method@seed":
     {"leap_rl": id, "evaluate": id}}}) finished steps are skipped and each new one is recorded as it ends; no
     step starts after `deadline_s`, nor a training whose budget cannot end before `limit_s`."""
@@ -75,7 +76,6 @@ def run_methods(config_path: str | None, sets: list[str], warmup_given: str | No
     if state.get("warmup") and warmup_given and state["warmup"] != warmup_given:
         raise ConfigError(f"{state_path} holds an ablation from {state['warmup']}, not {warmup_given}: give "
                           "another --state")
-    config = load_config(config_path, sets)
     warmup = state.get("warmup") or warmup_run(config, config_path, sets, warmup_given)
     state = {"warmup": warmup, "runs": state.get("runs", {})}
 
@@ -206,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         warmup, results, complete = run_in_order(lambda: run_methods(
-            args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps, args.state,
+            config, args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps, args.state,
             args.deadline, args.limit))
     except ConfigError as exc:
         sys.exit(f"error: {exc}")

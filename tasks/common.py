@@ -111,6 +111,15 @@ class StageContext:
                     reason_in_brief(broken[problem.id], 200)
         return broken
 
+    def runnable(self, problems: list[Problem], what: str) -> list[Problem]:
+        """`problems` without those whose reference cannot run here (`references_broken`); none left is one error."""
+        broken = self.references_broken(problems)
+        kept = [p for p in problems if p.id not in broken]
+        if not kept:
+            raise RuntimeError(f"{what}: none of its {len(broken)} problems has a reference that runs here; first: "
+                               f"{reason_in_brief(next(iter(broken.values()), ''))}")
+        return kept
+
     def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict]:
         """Verify in the pool (duplicates judged once), record candidates and verdicts, return in order."""
         unique = {c.id: (p, c) for p, c in pairs}

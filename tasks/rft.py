@@ -8,7 +8,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.config import PipelineConfig
-from tasks.common import lm_metrics, progress_bar, reason_in_brief, stage_run
+from tasks.common import lm_metrics, progress_bar, stage_run
 from training.model import load_policy, resolve_device
 from training.prompts import prompt_messages
 from training.rft import Sample, select_diverse
@@ -26,11 +26,7 @@ def run_rft(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: str |
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(from_run, "hints").id, split="train")
         if cfg.max_problems and cfg.max_problems < len(problems):
             problems = random.Random(config.seed).sample(problems, cfg.max_problems)
-        broken = ctx.references_broken(problems)  # left out (and said), not the end of the stage
-        problems = [p for p in problems if p.id not in broken]
-        if not problems:
-            raise RuntimeError(f"none of rft's problems has a reference that runs here; first: "
-                               f"{reason_in_brief(next(iter(broken.values()), ''))}")
+        problems = ctx.runnable(problems, "rft")  # a broken reference is left out (and said), not the stage's end
         engine = HFRolloutEngine(model, tokenizer, device)
         with progress_bar("sample candidates", len(problems) * cfg.samples_per_problem) as advance:
             rollouts = multi_turn_rollouts(engine, lambda pairs: ctx.verify(pairs, "verify samples"), problems,

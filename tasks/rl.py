@@ -17,7 +17,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from schemas.config import PipelineConfig
-from tasks.common import StageContext, progress_bar, reason_in_brief, stage_run
+from tasks.common import StageContext, progress_bar, stage_run
 from tasks.plots import close, line_chart, rollout_composition
 from training.checkpoint import RLState, finish_rl_checkpoint, load_rl_state, save_rl_checkpoint, staging_dir
 from training.distributed import check_split, check_world, launch
@@ -67,11 +67,7 @@ class _Steps:
         batch = sample_problems(self.problems, cfg.prompts_per_step, step, self.ctx.config.seed)
         # run the step's references before its rollouts (its verdicts would wait for them anyway): one that cannot
         # run here takes its group out of the step, not the stage down
-        broken = self.ctx.references_broken(batch)
-        batch = [p for p in batch if p.id not in broken]
-        if not batch:
-            raise RuntimeError(f"{self.stage} step {step}: none of its {len(broken)} problems has a reference that "
-                               f"runs here; first: {reason_in_brief(next(iter(broken.values())))}")
+        batch = self.ctx.runnable(batch, f"{self.stage} step {step}")
         return self.buffer.draw(batch, cfg.bdr.p_buf, self.rng, self.by_id) if cfg.bdr.enabled else \
             [Task(p) for p in batch]
 
