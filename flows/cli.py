@@ -24,10 +24,11 @@ from warehouse.home import Home
 from flows.script import killed_line, signals_as_killed
 from warehouse.process import Killed
 from warehouse.store import WarehouseError
+from verifier.signed_store import VerdictImportError
 
 MAX_ERROR_CHARS = 600
 # Errors in what the user asked for, whose messages are written for them: no exception class in the line.
-USER_ERRORS = (ConfigError, WarehouseError)
+USER_ERRORS = (ConfigError, WarehouseError, VerdictImportError)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -259,11 +260,12 @@ def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put 
 
 @app.command()
 def runs(config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
-         stage_name: Optional[str] = typer.Option(None, "--stage", help="only runs of this stage")) -> None:
+         stage_name: Optional[str] = typer.Option(None, "--stage", help="only runs of this stage"),
+         set_: list[str] = typer.Option([], "--set", help=SET_HELP + "; e.g. --set home=.kerneldojo/mini")) -> None:
     """A table of stage runs with their lineage (parent runs)."""
     if stage_name is not None:
         _check_stage(stage_name)
-    _print_runs(load_config(config, []), stage=stage_name)
+    _print_runs(load_config(config, set_), stage=stage_name)
 
 
 @app.command()
@@ -290,6 +292,39 @@ def export(run_id: str = typer.Argument(..., help="a stage run whose problems or
     else:
         raise WarehouseError(f"stage run {run_id} holds no problems or SFT examples to export")
     console.print(f"exported {what} to {path}/dataset and {path}/data.parquet")
+
+
+verdicts_app = typer.Typer(no_args_is_help=True, help="Move a home's verdict store to another home (a stage cut "
+                           "short on one machine goes on from its verdicts on another).")
+app.add_typer(verdicts_app, name="verdicts")
+
+
+def _verdict_store_dir(config: Optional[str], set_: list[str]):
+    from pathlib import Path
+
+    cfg = load_config(config, set_)
+    return Path(cfg.verifier.cache_dir or Home.of(cfg).cache / "verifier")
+
+
+@verdicts_app.command("export")
+def verdicts_export(out: str = typer.Argument(..., help="file to write (JSON lines, xz)"),
+                    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+                    set_: list[str] = typer.Option([], "--set", help=SET_HELP)) -> None:
+    """Write the home's verdicts and the references known to run, unsigned (the home's secret stays home)."""
+    from verifier.pool import export_verdicts
+
+    console.print(f"exported {export_verdicts(_verdict_store_dir(config, set_), out)} verdict store entries to {out}")
+
+
+@verdicts_app.command("import")
+def verdicts_import(source: str = typer.Argument(..., help="a file of `kerneldojo verdicts export`"),
+                    config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+                    set_: list[str] = typer.Option([], "--set", help=SET_HELP)) -> None:
+    """Sign another home's exported verdicts with this home's secret: importing vouches for that home."""
+    from verifier.pool import import_verdicts
+
+    console.print(f"imported {import_verdicts(_verdict_store_dir(config, set_), source)} verdict store entries "
+                  f"from {source}")
 
 
 def _print_runs(cfg, only: set[str] | None = None, stage: str | None = None) -> None:

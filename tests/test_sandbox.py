@@ -206,6 +206,51 @@ def test_a_forged_or_edited_cached_verdict_is_refused_and_judged_again(tmp_path)
         assert pool.cache.store.refused == 3
 
 
+def test_verdicts_move_to_another_home_only_through_an_export_that_home_imports(tmp_path):
+    """A stage cut short on one box goes on from its verdicts on the next: `export_verdicts` writes the authentic
+    entries unsigned (no secret travels, a forged entry stays behind), `import_verdicts` signs them with the new
+    home's secret, so its pool answers them cached; a file holding anything but verdicts is refused whole."""
+    import json
+    import lzma
+    import subprocess
+    import sys
+
+    from verifier.pool import LocalVerifierPool, export_verdicts, import_verdicts
+    from verifier.signed_store import VerdictImportError
+
+    cfg = load_config(None, ["verifier.spare_sandboxes=0", "verifier.run_timeout_s=4"]).verifier
+    cand = candidate("wrong_output")
+    box, here = tmp_path / "box", tmp_path / "here"
+    with LocalVerifierPool(cfg, box) as pool:
+        judged = pool.verify(problem(), cand)
+        forged = judged.model_copy(update={"category": V.passed, "correct": True}).model_dump_json().encode()
+        (pool.cache.store.root / f"{'0' * 24}.json").write_bytes(forged)  # unsigned: must not travel
+    exported = tmp_path / "verdicts.jsonl.xz"
+    assert export_verdicts(box, exported) == 1
+    assert (box / "secret").read_bytes() not in lzma.open(exported).read()
+    assert import_verdicts(here, exported) == 1
+    with LocalVerifierPool(cfg, here) as pool:
+        again = pool.verify(problem(), cand)
+        assert again.cached and again.category == V.wrong_output and pool.cache.store.refused == 0
+
+    rows = [json.loads(line) for line in lzma.open(exported, "rt")]
+    bad_files = {"a pass claimed in a reference mark": [{"key": "reference-" + "1" * 24 + ".json", "payload": "pass"}],
+                 "not a verdict": [*rows, {"key": "2" * 24 + ".json", "payload": '{"passed": true}'}],
+                 "a path for a key": [{"key": "../secret", "payload": rows[0]["payload"]}]}
+    elsewhere = tmp_path / "elsewhere"
+    for why, lines in bad_files.items():
+        path = tmp_path / "bad.jsonl.xz"
+        with lzma.open(path, "wt") as f:
+            f.writelines(json.dumps(row) + "\n" for row in lines)
+        with pytest.raises(VerdictImportError, match="nothing imported"):
+            import_verdicts(elsewhere, path)
+        assert not list((elsewhere / "verdicts").glob("*")), why  # refused whole: not even the good rows
+    (tmp_path / "plain.txt").write_text("not xz")
+    cli = subprocess.run([sys.executable, "-m", "flows.cli", "verdicts", "import", str(tmp_path / "plain.txt"),
+                          "--set", f"verifier.cache_dir={elsewhere}"], capture_output=True, text=True)
+    assert cli.returncode == 2 and "not an exported verdict store" in cli.stderr and "Traceback" not in cli.stderr
+
+
 def test_an_edited_shared_object_is_refused_and_rebuilt(tmp_path):
     import torch
 

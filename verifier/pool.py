@@ -8,7 +8,9 @@ build cache shared through the cache directory.
 from __future__ import annotations
 
 import json
+import lzma
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -20,7 +22,7 @@ from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, content_hash
 from verifier.judge import Devices, Judge
 from verifier.reference import ReferenceError
-from verifier.signed_store import SignedStore, home_secret
+from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
 HARNESS_VERSION = "5"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial
@@ -80,6 +82,51 @@ class VerdictCache:
 
     def put(self, key: str, verdict: Verdict) -> None:
         self.store.put(f"{key}.json", verdict.model_dump_json().encode())
+
+
+_ENTRY_KEY = re.compile(r"^(reference-)?[0-9a-f]{24}\.json$")
+
+
+def export_verdicts(cache_dir: str | Path, out: str | Path) -> int:
+    """Write every authentic entry of a home's verdict store (verdicts, references known to run) to `out`, unsigned:
+    JSON lines, xz-compressed. Its secret stays home; a home that trusts this one takes them in with
+    `import_verdicts` (a stage cut short on one machine goes on from its verdicts on another). Returns the count."""
+    store = VerdictCache(Path(cache_dir) / "verdicts", home_secret(cache_dir)).store
+    count = 0
+    with lzma.open(out, "wt") as f:
+        for key, payload in store.entries():
+            f.write(json.dumps({"key": key, "payload": payload.decode()}) + "\n")
+            count += 1
+    return count
+
+
+def import_verdicts(cache_dir: str | Path, source: str | Path) -> int:
+    """Sign the entries of an `export_verdicts` file with this home's secret, so this home's pools use them.
+    Importing vouches for the exporting home, as copying its secret would, but only for what is a verdict or a
+    reference mark under a verdict key; a file with anything else is refused whole, before a single entry is
+    written. Returns the count."""
+    entries: list[tuple[str, bytes]] = []
+    try:
+        with lzma.open(source, "rt") as f:
+            for number, line in enumerate(f, 1):
+                try:
+                    row = json.loads(line)
+                    key, payload = row["key"], row["payload"]
+                    if not (isinstance(key, str) and _ENTRY_KEY.match(key) and isinstance(payload, str)):
+                        raise ValueError("not a verdict store entry")
+                    if key.startswith("reference-") and payload != "ran" or \
+                            not key.startswith("reference-") and not Verdict.model_validate_json(payload):
+                        raise ValueError("its payload is not what its key holds")
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise VerdictImportError(f"{source}: line {number} is not an exported verdict ({exc}); "
+                                             "nothing imported") from None
+                entries.append((key, payload.encode()))
+    except (OSError, lzma.LZMAError, EOFError) as exc:
+        raise VerdictImportError(f"{source}: not an exported verdict store ({exc}); nothing imported") from None
+    store = VerdictCache(Path(cache_dir) / "verdicts", home_secret(cache_dir)).store
+    for key, payload in entries:
+        store.put(key, payload)
+    return len(entries)
 
 
 class VerifierPool(ABC):

@@ -12,10 +12,15 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 MAGIC = b"KDS1"
 _TAG = 32
+
+
+class VerdictImportError(ValueError):
+    """A file given to take into a home's verdict store is not an export of one (verifier.pool.import_verdicts)."""
 
 
 def home_secret(directory: str | Path) -> bytes:
@@ -83,3 +88,11 @@ class SignedStore:
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
+
+    def entries(self) -> Iterator[tuple[str, bytes]]:
+        """(key, payload) of every authentic entry, in key order (forged ones are refused and removed, as by get)."""
+        for path in sorted(self.root.iterdir()):
+            if path.is_file() and not path.name.startswith("."):
+                payload = self.get(path.name)
+                if payload is not None:
+                    yield path.name, payload

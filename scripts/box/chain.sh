@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The DAG one step at a time on the box, within the call's seconds (resumable: run it again with the same state).
+#   bash scripts/box/chain.sh SECONDS STATE [stage_chain options] -- STEPS...
+#   bash scripts/box/chain.sh 560 chain-data.json --from-run hints-8e88... -- distill
+#   bash scripts/box/chain.sh 560 chain-seed0.json --from-run distill-... --set seed=0 --set evaluate.split=test \
+#       -- sft evaluate@sft rft evaluate@rft warmup_rl evaluate@warmup_rl leap_rl evaluate
+. "$(dirname "$0")/common.sh"
+seconds=$1 state=$2; shift 2
+gpu_tests
+left=$(( seconds - $(elapsed) - 30 ))   # 30 s to pack the home and return it
+rc=0
+timeout -k 10 "$left" python3 -m benchmarks.stage_chain --state "$KD_HOME/$state" --limit "$left" \
+  --deadline "${DEADLINE:-$left}" -c "$CONFIG" --set home="$KD_HOME" "$@" || rc=$?
+echo "stage_chain rc $rc at $(elapsed) s (124: the call's limit cut a step; the same command goes on)"
+cat "$KD_HOME/$state" || true
+pack_home

@@ -1,0 +1,50 @@
+# Sourced by the scripts beside it, on a lent GPU box, in the repository's root (where the device tool runs a
+# command). The box has torch and CUDA but not the pipeline's other packages: they come as one carried archive
+# (`python -m benchmarks.gpu_box_bundle` -> .kerneldojo/gpu/site.tar.xz), unpacked once a box. The miniature's
+# records (runs/<name>.tar.xz, tracked: the only storage that outlives a checkout here) are unpacked once a box as
+# its home; every script ends by packing the home's records into $OUT/home.tar.xz (unpack it over .kerneldojo/).
+set -euo pipefail
+export PYTHONPATH=$PWD:/root/site PYTHONUNBUFFERED=1
+HOME_NAME=${KD_HOME_NAME:-mini}
+KD_HOME=.kerneldojo/$HOME_NAME
+CONFIG=${KD_CONFIG:-configs/$HOME_NAME.yaml}
+BOX_START=$(date +%s)
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+
+elapsed() { echo $(( $(date +%s) - BOX_START )); }
+
+if [ ! -e /root/site/.unpacked ]; then
+  mkdir -p /root/site
+  xz -T0 -dc .kerneldojo/gpu/site.tar.xz | tar -C /root/site -xf -
+  touch /root/site/.unpacked
+  echo "site unpacked in $(elapsed) s"
+fi
+if [ ! -e "$KD_HOME/warehouse.duckdb" ] && [ -e "runs/$HOME_NAME.tar.xz" ]; then
+  mkdir -p .kerneldojo
+  xz -T0 -dc "runs/$HOME_NAME.tar.xz" | tar -C .kerneldojo -xf -
+  echo "home $KD_HOME unpacked from runs/$HOME_NAME.tar.xz"
+  if [ -e "runs/$HOME_NAME-verdicts.jsonl.xz" ]; then   # verdicts of stages cut short on an earlier box
+    python3 -m flows.cli verdicts import "runs/$HOME_NAME-verdicts.jsonl.xz" -c "$CONFIG" --set home="$KD_HOME"
+  fi
+fi
+
+# The records, not the policies (100+ MB each: a call returns at most 64 MiB) nor the verifier's caches (builds,
+# kept reference trials of many GB, and the verdict store with its signing secret, which stays off git).
+pack_home() {
+  ( cd .kerneldojo && tar --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' --exclude='*/policy' \
+      --exclude='*/checkpoints' --exclude="$HOME_NAME/cache" -cf - "$HOME_NAME" ) | xz -T0 -6 > "$OUT/home.tar.xz"
+  echo "home packed: $(du -h "$OUT/home.tar.xz" | cut -f1) at $(elapsed) s"
+  # the verdict store apart, unsigned (its secret stays on the box): commit it as runs/<name>-verdicts.jsonl.xz and
+  # a stage cut short here goes on from its verdicts on the next box instead of judging everything again
+  python3 -m flows.cli verdicts export "$OUT/verdicts.jsonl.xz" -c "$CONFIG" --set home="$KD_HOME" || true
+}
+
+# GPU_TESTS="expr" runs the gpu-marked tests matching it first (GPU_TESTS_S seconds at most).
+gpu_tests() {
+  [ -n "${GPU_TESTS:-}" ] || return 0
+  timeout -k 5 "${GPU_TESTS_S:-240}" python3 -m pytest -q -p no:cacheprovider -m gpu -k "$GPU_TESTS" tests \
+    > "$OUT/gputests.log" 2>&1 || true
+  grep -E "passed|failed|error" "$OUT/gputests.log" | grep -v "cpp_extension" | tail -15
+  echo "gpu tests done at $(elapsed) s"
+}

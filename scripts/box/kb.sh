@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# KernelBench levels 1-2 at full size (issue 13), within the call's seconds; cut short, the same command goes on
+# (verdicts and the references that ran are remembered in the home).
+#   bash scripts/box/kb.sh SECONDS template            # the template teacher, the floor: one turn
+#   bash scripts/box/kb.sh SECONDS leap_rl-...         # a policy of a stage run in the home: three turns
+# The KernelBench checkout is carried as .kerneldojo/kernelbench (levels 1-3 of ../shared/kernelbench).
+. "$(dirname "$0")/common.sh"
+seconds=$1 who=$2
+gpu_tests
+if [ "$who" = template ]; then source=(--template); turns=1; else source=(--from-run "$who"); turns=3; fi
+left=$(( seconds - $(elapsed) - 30 ))
+rc=0
+timeout -k 10 "$left" python3 -m flows.cli eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
+  --level 1 --level 2 -c "$CONFIG" --set home="$KD_HOME" --set evaluate.max_turns=$turns \
+  --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=8 \
+  --set verifier.compare_torch_compile=true || rc=$?
+echo "eval rc $rc at $(elapsed) s (124: cut by the call's limit; the same command goes on)"
+pack_home
