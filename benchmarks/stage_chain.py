@@ -13,7 +13,10 @@ stopped. With `--limit` (the command's own limit), a time-budgeted RL step start
     python -m benchmarks.learning_curve --runs chain.json -c configs/mini.yaml --set evaluate.split=test
 
 `evaluate@<stage>` evaluates that stage's policy (the pipeline's `evaluate.after`); `evaluate` alone is the
-final one, of `leap_rl`. An RL step that a command's limit cut short (its run failed, with a checkpoint of the
+final one, of `leap_rl`. With `--beside`, evaluations run in processes of their own beside the training stages
+after them (an evaluation waits on the verifier, the CPUs, while the next stage trains on the GPU): a seed of
+`configs/mini.yaml` takes one device session instead of more. A step run beside that a later step reads from is
+waited for first; the command waits for all of them before it ends, and one cut short runs again next time. An RL step that a command's limit cut short (its run failed, with a checkpoint of the
 same config on the same upstream run) is resumed from its last checkpoint, its time budget counting what it
 already trained, rather than started again.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -60,8 +64,65 @@ def interrupted_run(warehouse, config, stage: str, upstream_run: str) -> str | N
 RL_START_AND_SAVE_S = 60.0  # an RL stage's seconds beside its time budget: policy load, last step, checkpoint
 
 
+class Beside:
+    """Steps running in processes of their own (`python -m benchmarks.stage_chain` on a state of one step's
+    upstream run), whose results join the chain's state when they end."""
+
+    def __init__(self, state_path: Path, config_path: str | None, overrides: list[str]):
+        self.state_path, self.config_path, self.overrides = state_path, config_path, overrides
+        self.running: dict[str, subprocess.Popen] = {}
+
+    def side_state(self, step: str) -> Path:
+        return self.state_path.with_name(f"{self.state_path.stem}.{step.replace('@', '-at-')}.json")
+
+    def finished(self, step: str, state: dict[str, str]) -> str | None:
+        """The run of a step run beside (by this command or an earlier one), if it finished on the run `state`
+        holds for its upstream step."""
+        path = self.side_state(step)
+        side = json.loads(path.read_text()) if path.exists() else {}
+        upstream = step_parts(step)[1]
+        return side.get(step) if upstream is None or side.get(upstream) == state.get(upstream) else None
+
+    def start(self, step: str, upstream: str | None, state: dict[str, str]) -> None:
+        path = self.side_state(step)
+        path.write_text(json.dumps({upstream: state[upstream]} if upstream else {}, indent=1))
+        command = [sys.executable, "-m", "benchmarks.stage_chain", "--state", str(path),
+                   *(["--config", self.config_path] if self.config_path else []),
+                   *(arg for o in self.overrides for arg in ("--set", o)), "--", step]
+        print(f"[stage_chain] {step}: started beside the chain (pid {(proc := subprocess.Popen(command)).pid})",
+              flush=True)
+        self.running[step] = proc
+
+    def wait(self, step: str, state: dict[str, str]) -> None:
+        """Wait for `step` (if running beside) and put its run into `state`."""
+        proc = self.running.pop(step, None)
+        if proc is None:
+            return
+        started = time.perf_counter()
+        code = proc.wait()
+        run = self.finished(step, state)
+        if code == 0 and run:
+            state[step] = run
+            self.state_path.write_text(json.dumps(state, indent=1))
+            print(f"[stage_chain] {step} (beside): {run}, waited {time.perf_counter() - started:.0f} s", flush=True)
+        else:
+            print(f"[stage_chain] {step} (beside) ended with status {code}: it runs again next time", flush=True)
+
+    def wait_all(self, state: dict[str, str]) -> None:
+        for step in list(self.running):
+            self.wait(step, state)
+
+    def stop(self) -> None:
+        for proc in self.running.values():
+            proc.terminate()  # under `timeout` they got the group's signal already: this is for other ends
+        for proc in self.running.values():
+            proc.wait()
+        self.running.clear()
+
+
 def run_chain(steps: list[str], state_path: Path, config_path: str | None, overrides: list[str],
-              deadline_s: float, from_run: str | None = None, limit_s: float = float("inf")) -> dict[str, str]:
+              deadline_s: float, from_run: str | None = None, limit_s: float = float("inf"),
+              beside: set[str] = frozenset()) -> dict[str, str]:
     from flows.pipeline import stages_done
     from flows.stages import stage
     from tasks.common import Home
@@ -76,34 +137,48 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
     if from_run:
         state = {**stages_done(warehouse, from_run), **state}
         state_path.write_text(json.dumps(state, indent=1))
-    for step in steps:
-        if step in state:
-            continue
-        used = time.perf_counter() - started
-        if used > deadline_s:
-            print(f"[stage_chain] {used:.0f} s used, past the deadline ({deadline_s:g} s): {step} and after wait "
-                  "for the next invocation", flush=True)
-            break
-        name, upstream = step_parts(step)
-        if upstream is not None and upstream not in state:
-            raise ConfigError(f"step {step!r} reads from a {upstream} run and the state has none: run that step "
-                              "first or give --from-run")
-        # a time-budgeted RL stage knows how long it takes: start it only if the command's limit lets it finish
-        budget = getattr(getattr(config, name), "time_budget_s", 0.0) if name in ("warmup_rl", "leap_rl") else 0.0
-        if budget and used + budget + RL_START_AND_SAVE_S > limit_s:
-            print(f"[stage_chain] {used:.0f} s used: {step} needs ~{budget + RL_START_AND_SAVE_S:.0f} s, past the "
-                  f"command's limit ({limit_s:g} s): it and after wait for the next invocation", flush=True)
-            break
-        step_started = time.perf_counter()
-        resume = interrupted_run(warehouse, config, name, state[upstream]) if upstream else None
-        if resume:
-            print(f"[stage_chain] {step}: resuming {resume}, cut short by an earlier command", flush=True)
-            state[step] = stage(name=name, config_path=config_path, overrides=overrides, resume=resume)
-        else:
-            state[step] = stage(name=name, from_run=state.get(upstream) if upstream else None,
-                                config_path=config_path, overrides=overrides)
-        state_path.write_text(json.dumps(state, indent=1))
-        print(f"[stage_chain] {step}: {state[step]} in {time.perf_counter() - step_started:.0f} s", flush=True)
+    side = Beside(state_path, config_path, overrides)
+    for step in beside:  # run beside by an earlier command that ended before its results joined the state
+        if step not in state and side.finished(step, state):
+            state[step] = side.finished(step, state)
+            state_path.write_text(json.dumps(state, indent=1))
+    try:
+        for step in steps:
+            if step in state:
+                continue
+            name, upstream = step_parts(step)
+            if upstream in side.running:
+                side.wait(upstream, state)
+            used = time.perf_counter() - started
+            if used > deadline_s:
+                print(f"[stage_chain] {used:.0f} s used, past the deadline ({deadline_s:g} s): {step} and after "
+                      "wait for the next invocation", flush=True)
+                break
+            if upstream is not None and upstream not in state:
+                raise ConfigError(f"step {step!r} reads from a {upstream} run and the state has none: run that "
+                                  "step first or give --from-run")
+            if step in beside:
+                side.start(step, upstream, state)
+                continue
+            # a time-budgeted RL stage knows how long it takes: start it only if the command's limit lets it finish
+            budget = getattr(getattr(config, name), "time_budget_s", 0.0) if name in ("warmup_rl", "leap_rl") else 0.0
+            if budget and used + budget + RL_START_AND_SAVE_S > limit_s:
+                print(f"[stage_chain] {used:.0f} s used: {step} needs ~{budget + RL_START_AND_SAVE_S:.0f} s, past "
+                      f"the command's limit ({limit_s:g} s): it and after wait for the next invocation", flush=True)
+                break
+            step_started = time.perf_counter()
+            resume = interrupted_run(warehouse, config, name, state[upstream]) if upstream else None
+            if resume:
+                print(f"[stage_chain] {step}: resuming {resume}, cut short by an earlier command", flush=True)
+                state[step] = stage(name=name, config_path=config_path, overrides=overrides, resume=resume)
+            else:
+                state[step] = stage(name=name, from_run=state.get(upstream) if upstream else None,
+                                    config_path=config_path, overrides=overrides)
+            state_path.write_text(json.dumps(state, indent=1))
+            print(f"[stage_chain] {step}: {state[step]} in {time.perf_counter() - step_started:.0f} s", flush=True)
+        side.wait_all(state)
+    finally:
+        side.stop()
     return state
 
 
@@ -116,13 +191,16 @@ def main(argv: list[str] | None = None) -> None:
                         "time-budgeted RL step starts only if its budget and ~60 s more fit before it")
     parser.add_argument("--config", "-c", default=None)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--beside", nargs="*", default=None, metavar="STEP", help="run these steps (none named: "
+                        "every evaluation) in processes of their own beside the steps after them")
     parser.add_argument("steps", nargs="+", help="stages, evaluate@<stage>, or evaluate")
     args = parser.parse_args(argv)
+    beside = set() if args.beside is None else set(args.beside) or {s for s in args.steps if s.startswith("evaluate")}
     from flows.script import run_in_order
 
     try:
         state = run_in_order(lambda: run_chain(args.steps, args.state, args.config, args.set, args.deadline,
-                                               args.from_run, args.limit))
+                                               args.from_run, args.limit, beside))
     except ConfigError as exc:
         sys.exit(f"error: {exc}")
     print(json.dumps(state), flush=True)

@@ -163,6 +163,34 @@ def test_stage_chain_goes_on_where_the_last_command_stopped_and_never_starts_pas
     assert len(warehouse.stage_runs()) == 2
 
 
+def test_stage_chain_runs_a_step_beside_the_chain_and_takes_its_run_into_the_state(tmp_path, capsys):
+    """`--beside`: a step in a process of its own while the chain goes on; its run joins the state when it ends,
+    a later step that reads from it waits for it, and one that a command left unjoined is taken up next time."""
+    from benchmarks.stage_chain import Beside, run_chain
+    from warehouse.store import Warehouse
+
+    overrides = [f"home={tmp_path / 'home'}", "synthesize.num_problems=4"]
+    state_path = tmp_path / "chain.json"
+    state = run_chain(["synthesize", "hints"], state_path, None, overrides, float("inf"), beside={"hints"})
+    out = capsys.readouterr().out
+    assert "hints: started beside the chain (pid" in out and "hints (beside): hints-" in out
+    warehouse = Warehouse(tmp_path / "home" / "warehouse.duckdb")
+    assert warehouse.stage_run(state["hints"]).parent_ids == [state["synthesize"]]
+    assert json.loads(state_path.read_text()) == state
+    # the state lost the step (a command ended before joining it): the finished side run is taken, not run again
+    state_path.write_text(json.dumps({"synthesize": state["synthesize"]}))
+    assert run_chain(["synthesize", "hints"], state_path, None, overrides, float("inf"), beside={"hints"}) == state
+    assert len(warehouse.stage_runs("hints")) == 1
+    # ... but not a side run on another upstream run
+    assert Beside(state_path, None, overrides).finished("hints", {"synthesize": "synthesize-0000000000"}) is None
+    # a step reading from one running beside waits for it
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps({"synthesize": state["synthesize"]}))
+    more = [*overrides, "distill.max_problems=2"]
+    done = run_chain(["hints", "distill"], again, None, more, float("inf"), beside={"hints"})
+    assert warehouse.stage_run(done["distill"]).parent_ids == [done["hints"]] and done["hints"] != state["hints"]
+
+
 def test_stage_chain_resumes_an_rl_step_that_a_command_cut_short(tmp_path):
     """The latest run of the step's stage on the same upstream run, under the same config, failed with a step
     checkpoint: the next command resumes it. Anything else starts afresh."""
