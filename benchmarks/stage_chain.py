@@ -108,6 +108,10 @@ class Beside:
         else:
             print(f"[stage_chain] {step} (beside) ended with status {code}: it runs again next time", flush=True)
 
+    def join_finished(self, state: dict[str, str]) -> None:
+        for step in [s for s, proc in self.running.items() if proc.poll() is not None]:
+            self.wait(step, state)
+
     def wait_all(self, state: dict[str, str]) -> None:
         for step in list(self.running):
             self.wait(step, state)
@@ -176,6 +180,7 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
                                     config_path=config_path, overrides=overrides)
             state_path.write_text(json.dumps(state, indent=1))
             print(f"[stage_chain] {step}: {state[step]} in {time.perf_counter() - step_started:.0f} s", flush=True)
+            side.join_finished(state)
         side.wait_all(state)
     finally:
         side.stop()
