@@ -43,7 +43,7 @@ browser:
 	        >/dev/null 2>&1; }; }; } || echo "note: no Chromium here; tests/test_prefect_ui.py will be skipped"
 
 test: setup $(VENV)/.deepspeed browser
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=15 tests
 
 clean:
 	rm -rf $(VENV) .kerneldojo
