@@ -13,12 +13,14 @@ stopped. With `--limit` (the command's own limit), a time-budgeted RL step start
     python -m benchmarks.learning_curve --runs chain.json -c configs/mini.yaml --set evaluate.split=test
 
 `evaluate@<stage>` evaluates that stage's policy (the pipeline's `evaluate.after`); `evaluate` alone is the
-final one, of `leap_rl`. With `--beside`, evaluations run in processes of their own beside the training stages
-after them (an evaluation waits on the verifier, the CPUs, while the next stage trains on the GPU): a seed of
-`configs/mini.yaml` takes one device session instead of more. A step run beside that a later step reads from is
-waited for first; the command waits for all of them before it ends, and one cut short runs again next time. An RL step that a command's limit cut short (its run failed, with a checkpoint of the
+final one, of `leap_rl`. An RL step that a command's limit cut short (its run failed, with a checkpoint of the
 same config on the same upstream run) is resumed from its last checkpoint, its time budget counting what it
 already trained, rather than started again.
+
+With `--beside`, evaluations run in processes of their own beside the training stages after them (an evaluation
+waits on the verifier, the CPUs, while the next stage trains on the GPU): a seed of `configs/mini.yaml` takes one
+device session instead of more. A step run beside that a later step reads from is waited for first; the command
+waits for all of them before it ends, and one cut short runs again next time.
 """
 
 from __future__ import annotations
@@ -64,6 +66,10 @@ def interrupted_run(warehouse, config, stage: str, upstream_run: str) -> str | N
 RL_START_AND_SAVE_S = 60.0  # an RL stage's seconds beside its time budget: policy load, last step, checkpoint
 
 
+def write_state(path: Path, state: dict[str, str]) -> None:
+    path.write_text(json.dumps(state, indent=1))
+
+
 class Beside:
     """Steps running in processes of their own (`python -m benchmarks.stage_chain` on a state of one step's
     upstream run), whose results join the chain's state when they end."""
@@ -85,7 +91,7 @@ class Beside:
 
     def start(self, step: str, upstream: str | None, state: dict[str, str]) -> None:
         path = self.side_state(step)
-        path.write_text(json.dumps({upstream: state[upstream]} if upstream else {}, indent=1))
+        write_state(path, {upstream: state[upstream]} if upstream else {})
         command = [sys.executable, "-m", "benchmarks.stage_chain", "--state", str(path),
                    *(["--config", self.config_path] if self.config_path else []),
                    *(arg for o in self.overrides for arg in ("--set", o)), "--", step]
@@ -103,7 +109,7 @@ class Beside:
         run = self.finished(step, state)
         if code == 0 and run:
             state[step] = run
-            self.state_path.write_text(json.dumps(state, indent=1))
+            write_state(self.state_path, state)
             print(f"[stage_chain] {step} (beside): {run}, waited {time.perf_counter() - started:.0f} s", flush=True)
         else:
             print(f"[stage_chain] {step} (beside) ended with status {code}: it runs again next time", flush=True)
@@ -140,12 +146,12 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
     warehouse = Warehouse(Home.of(config).warehouse_path)
     if from_run:
         state = {**stages_done(warehouse, from_run), **state}
-        state_path.write_text(json.dumps(state, indent=1))
+        write_state(state_path, state)
     side = Beside(state_path, config_path, overrides)
     for step in beside:  # run beside by an earlier command that ended before its results joined the state
-        if step not in state and side.finished(step, state):
-            state[step] = side.finished(step, state)
-            state_path.write_text(json.dumps(state, indent=1))
+        if step not in state and (run := side.finished(step, state)):
+            state[step] = run
+            write_state(state_path, state)
     try:
         for step in steps:
             if step in state:
@@ -178,7 +184,7 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
             else:
                 state[step] = stage(name=name, from_run=state.get(upstream) if upstream else None,
                                     config_path=config_path, overrides=overrides)
-            state_path.write_text(json.dumps(state, indent=1))
+            write_state(state_path, state)
             print(f"[stage_chain] {step}: {state[step]} in {time.perf_counter() - step_started:.0f} s", flush=True)
             side.join_finished(state)
         side.wait_all(state)

@@ -51,6 +51,11 @@ class VerdictCache:
     def __init__(self, root: Path, secret: bytes):
         self.store = SignedStore(root, secret)
 
+    @classmethod
+    def of_home(cls, cache_dir: str | Path) -> VerdictCache:
+        """The verdict store of a home's verifier cache directory, under that home's secret."""
+        return cls(Path(cache_dir) / "verdicts", home_secret(cache_dir))
+
     def key(self, problem: Problem, candidate: Candidate, config: VerifierConfig, base_seed: int) -> str:
         # `timed`: an untimed pass (correctness only, no speedup) must not answer for a timed judgement
         relevant = config.model_dump(include={"backend", "trials", "tolerance", "fast_build", "isolation",
@@ -91,7 +96,7 @@ def export_verdicts(cache_dir: str | Path, out: str | Path) -> int:
     """Write every authentic entry of a home's verdict store (verdicts, references known to run) to `out`, unsigned:
     JSON lines, xz-compressed. Its secret stays home; a home that trusts this one takes them in with
     `import_verdicts` (a stage cut short on one machine goes on from its verdicts on another). Returns the count."""
-    store = VerdictCache(Path(cache_dir) / "verdicts", home_secret(cache_dir)).store
+    store = VerdictCache.of_home(cache_dir).store
     count = 0
     with lzma.open(out, "wt") as f:
         for key, payload in store.entries():
@@ -123,7 +128,7 @@ def import_verdicts(cache_dir: str | Path, source: str | Path) -> int:
                 entries.append((key, payload.encode()))
     except (OSError, lzma.LZMAError, EOFError) as exc:
         raise VerdictImportError(f"{source}: not an exported verdict store ({exc}); nothing imported") from None
-    store = VerdictCache(Path(cache_dir) / "verdicts", home_secret(cache_dir)).store
+    store = VerdictCache.of_home(cache_dir).store
     for key, payload in entries:
         store.put(key, payload)
     return len(entries)
@@ -136,7 +141,7 @@ class VerifierPool(ABC):
         self.config = config
         self.cache_dir = Path(cache_dir)
         self.base_seed = base_seed
-        self.cache = VerdictCache(self.cache_dir / "verdicts", home_secret(self.cache_dir))
+        self.cache = VerdictCache.of_home(self.cache_dir)
         self.calls = 0  # verifier calls made, cache hits included
 
     def verify(self, problem: Problem, candidate: Candidate) -> Verdict:
