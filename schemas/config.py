@@ -51,6 +51,10 @@ class VerifierConfig(StrictModel):
     compile_timeout_s: float = Field(180.0, gt=0)
     run_timeout_s: float = Field(20.0, gt=0)
     memory_limit_mb: int = Field(8192, ge=256)
+    sandbox_memory_mb: int = Field(0, ge=0, description="host memory all sandboxes together may use (MB; 0 = 85 % "
+                                   "of this machine's or cgroup's): a judgement starts only while its sandbox's "
+                                   "memory_limit_mb fits beside those running, and their cgroups are capped to it, so "
+                                   "no candidate or reference can take the judge's or the machine's memory")
     timing_runs: int = Field(10, ge=1)
     timing_warmup: int = Field(2, ge=0)
     compare_torch_compile: bool = Field(True, description="cuda: also time the reference under torch.compile")

@@ -373,3 +373,109 @@ def test_closing_a_factory_leaves_no_spare_being_started(tmp_path):
     factory.take("run").close()  # starts the refill of two spares behind it
     factory.close()
     assert sandbox_processes() == []
+
+
+def test_judgements_start_only_while_their_memory_limits_fit_beside_those_running():
+    """The memory budget (verifier.sandbox_memory_mb): a judgement holds its sandbox's limit while it runs and the
+    next waits for room; its own build and reference sandboxes draw on its share (re-entrant: no deadlock); a
+    limit larger than the whole budget still runs, alone."""
+    import threading
+
+    from verifier.isolation import MemoryBudget
+
+    budget = MemoryBudget(10)
+    first = budget.reserve(6)
+    inner = budget.reserve(6)  # the same thread (its build sandbox): no wait, nothing more reserved
+    assert budget.used_mb == 6
+    started = threading.Event()
+
+    def second():
+        with budget.reserve(6):
+            started.set()
+
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    assert not started.wait(0.3)  # 6 + 6 > 10
+    inner.release()
+    assert not started.wait(0.3)  # the first judgement still holds its sandbox
+    first.release()
+    first.release()  # twice is once
+    assert started.wait(5)
+    waiter.join()
+    assert budget.used_mb == 0 and budget.peak_mb == 6
+    with budget.reserve(50):
+        assert budget.used_mb == 10  # alone: the whole budget
+
+
+def _hog(leaves: tuple[str, ...], megabytes: int):
+    """A process holding `megabytes` in the given cgroups, out of the OOM killer's reach where the kernel lets
+    root say so (oom_score_adj -1000); elsewhere it is still smaller than a sandbox that holds more, so it lives."""
+    import subprocess
+    import sys
+
+    hog = subprocess.Popen(
+        ["sh", "-c", 'for g in "$@"; do echo $$ > "$g/cgroup.procs"; done; (echo -1000 > /proc/self/oom_score_adj) 2>/dev/null; '
+         f'exec {sys.executable} -c "import sys; b = b\'x\' * ({megabytes} << 20); print(1, flush=True); '
+         'sys.stdin.read()"', "sh", *leaves], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert hog.stdout.readline().strip() == b"1"
+    return hog
+
+
+def test_a_sandbox_the_machines_memory_killed_is_judged_again_never_charged(tmp_path):
+    """14 KernelBench judgements at 32 GB each on the 128 GB H200 had the kernel's OOM killer kill sandboxes
+    within their own limits, and the judge itself. Now the sandboxes' parent cgroup is capped
+    (verifier.sandbox_memory_mb) and a sandbox killed for want of the machine's memory, not its own limit, is no
+    verdict on its code: the judgement is made again, and fails loudly (an infrastructure error, no verdict)
+    when the pressure stays; once the memory is back, the same candidate is judged on its merits."""
+    from verifier.isolation import Cgroups
+    from verifier.sandboxes import SandboxStarved
+
+    if Cgroups.detect() is None:
+        pytest.skip("no usable cgroup memory controller here")
+    cfg = load_config(None, ["verifier.memory_limit_mb=3072", "verifier.sandbox_memory_mb=3072",
+                             "verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.trials=2",
+                             "verifier.timed=false"]).verifier
+    greedy = candidate("holds_1700_mb", good().replace(  # within its own 3,072 MB (address space: torch's ~700 MB)
+        "super().__init__()", "super().__init__()\n        self.held = b'x' * (1700 << 20)"))
+    cgroups = Cgroups.detect()
+    caps = {parent / name: (parent / name).read_text() for parent in cgroups.parents.values()
+            for name in ("memory.max", "memory.limit_in_bytes") if (parent / name).exists()}
+    judge = Judge(cfg, tmp_path / "cache")  # caps its sandboxes at 3,072 MB together
+    neighbour = cgroups.create(f"kd-test-neighbour-{os.getpid()}", 2 << 30, 64)
+    try:
+        hog = _hog(neighbour, 1500)  # 1,500 MB of the sandboxes' 3,072 taken by a smaller neighbour
+        try:
+            with pytest.raises(SandboxStarved, match="3 times.*lower verifier.memory_limit_mb"):
+                judge.verify(problem(), greedy)
+        finally:
+            hog.kill()
+            hog.wait()
+        assert sandbox_processes() == []
+        verdict = judge.verify(problem(), greedy)  # alone now: within its limit, judged as any other
+        assert verdict.category == V.passed, verdict.detail
+    finally:
+        Cgroups.destroy(neighbour)
+        judge.close()
+        for path, cap in caps.items():  # the cap is the process's: leave it as the judges still open expect
+            path.write_text(cap)
+
+
+def test_a_sandbox_over_its_own_limit_is_the_candidates_out_of_memory(tmp_path):
+    """The other side of the line: a candidate that outgrows its own verifier.memory_limit_mb is stopped by its
+    own limits (on the cpu backend the address-space limit comes first; on cuda its cgroup's) and that is its
+    verdict, a runtime error, judged once and not made again."""
+    from verifier.isolation import Cgroups
+
+    if Cgroups.detect() is None:
+        pytest.skip("no usable cgroup memory controller here")
+    cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
+                             "verifier.trials=2", "verifier.timed=false"]).verifier
+    glutton = candidate("holds_2500_mb", good().replace(
+        "super().__init__()", "super().__init__()\n        self.held = b'x' * (2500 << 20)"))
+    with Judge(cfg, tmp_path / "cache") as judge:
+        start = time.monotonic()
+        verdict = judge.verify(problem(), glutton)
+    assert verdict.category == V.runtime_error and ("MemoryError" in verdict.detail or "SIGKILL" in verdict.detail), \
+        verdict.detail
+    assert time.monotonic() - start < 30
+    assert sandbox_processes() == []

@@ -222,6 +222,38 @@ class Cgroups:
                     break
                 time.sleep(0.01)
 
+    def cap_total(self, memory_bytes: int) -> bool:
+        """Cap the memory of all our sandboxes together (their parent group's limit), so that however their
+        own limits add up, the kernel reclaims or kills inside the sandboxes, never in the judge or elsewhere
+        on the machine. False where the parent's limit cannot be written."""
+        for controller, parent in self.parents.items():
+            name = "memory.max" if self.version == 2 else "memory.limit_in_bytes" if controller == "memory" else None
+            if name is None:
+                continue
+            try:
+                (parent / name).write_text(str(memory_bytes))
+            except OSError:
+                return False
+        return True
+
+    @staticmethod
+    def starved(leaves: tuple[str, ...]) -> bool:
+        """Whether the OOM killer killed a process of this sandbox while the sandbox stayed within its own limit:
+        the machine, or the sandboxes' share of it (`cap_total`), ran out; no fault of the code inside. (The kernel
+        counts an OOM kill in the victim's group whoever ran out; a group that reached its own limit counts
+        that too: v2's `oom` event, v1's failcnt.)"""
+        for leaf in map(Path, leaves):
+            try:
+                if (leaf / "memory.events").exists():  # v2
+                    events = dict(line.split() for line in (leaf / "memory.events").read_text().splitlines())
+                    return int(events.get("oom_kill", 0)) > 0 and int(events.get("oom", 0)) == 0
+                if (leaf / "memory.oom_control").exists():  # v1
+                    control = dict(line.split() for line in (leaf / "memory.oom_control").read_text().splitlines())
+                    return int(control.get("oom_kill", 0)) > 0 and int((leaf / "memory.failcnt").read_text()) == 0
+            except (OSError, ValueError):
+                return False
+        return False
+
     def leftovers(self) -> list[Path]:
         return [leaf for parent in self.parents.values() if parent.exists() for leaf in parent.iterdir()
                 if leaf.is_dir()]
@@ -268,6 +300,106 @@ def _own_cgroups() -> dict[str, str]:
             for c in controllers.split(",") if controllers else [""]:
                 own[c] = path
     return own
+
+
+def host_memory_mb() -> int:
+    """The memory this process's sandboxes can have at most: the machine's, or its own cgroup's limit if lower."""
+    with open("/proc/meminfo") as f:
+        total = next(int(line.split()[1]) >> 10 for line in f if line.startswith("MemTotal:"))
+    mounts, own = _cgroup_mounts(), _own_cgroups()
+    limits = []
+    if "cgroup2" in mounts and "" in own:
+        limits.append(mounts["cgroup2"] / own[""].lstrip("/") / "memory.max")
+    if "memory" in mounts and "memory" in own:
+        limits.append(mounts["memory"] / own["memory"].lstrip("/") / "memory.limit_in_bytes")
+    for path in limits:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text) >> 20)
+    return total
+
+
+SANDBOX_MEMORY_SHARE = 0.85  # of host_memory_mb by default: the rest is the judge's (kept trials, messages) and the OS's
+
+
+def sandbox_memory_mb(configured: int, memory_limit_mb: int) -> int:
+    """What all sandboxes together may use (MB): verifier.sandbox_memory_mb, else a share of the host; never
+    less than one sandbox's own limit (a sandbox alone must get its whole limit: otherwise code inside could
+    starve itself at will and pass it off as the machine's fault)."""
+    total = configured or int(host_memory_mb() * SANDBOX_MEMORY_SHARE)
+    return max(total, memory_limit_mb)
+
+
+class MemoryBudget:
+    """Admission for sandboxes by memory: a judgement (a thread) holds one sandbox's limit of the budget while
+    it has sandboxes, and waits for its turn while the limits of those running fill it. Limits are promises:
+    14 KernelBench judgements at 32 GB each on a 128 GB machine once had the kernel's OOM killer end the
+    judge itself. Re-entrant per thread: its build and reference sandboxes run inside its own judgement's
+    share (the parent cgroup's cap, `Cgroups.cap_total`, catches what that leaves over). One per process and
+    capacity (`shared`): every judge of a process draws on the same machine."""
+
+    _shared: dict[int, "MemoryBudget"] = {}
+    _shared_lock = threading.Lock()
+
+    def __init__(self, capacity_mb: int):
+        self.capacity_mb = capacity_mb
+        self.used_mb = 0
+        self.peak_mb = 0
+        self._held: dict[int, list[int]] = {}  # thread id -> [sandboxes held, MB reserved]
+        self._changed = threading.Condition()
+
+    @classmethod
+    def shared(cls, capacity_mb: int) -> "MemoryBudget":
+        with cls._shared_lock:
+            return cls._shared.setdefault(capacity_mb, cls(capacity_mb))
+
+    def reserve(self, memory_mb: int) -> "MemoryReservation":
+        """Block until `memory_mb` (at most the whole budget) fits, unless this thread holds a share already."""
+        thread = threading.get_ident()
+        with self._changed:
+            held = self._held.get(thread)
+            if held is None:
+                memory_mb = min(memory_mb, self.capacity_mb)
+                self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb)
+                self.used_mb += memory_mb
+                self.peak_mb = max(self.peak_mb, self.used_mb)
+                held = self._held[thread] = [0, memory_mb]
+            held[0] += 1
+        return MemoryReservation(self, thread)
+
+    def _release(self, thread: int) -> None:
+        with self._changed:
+            held = self._held[thread]
+            held[0] -= 1
+            if held[0] == 0:
+                del self._held[thread]
+                self.used_mb -= held[1]
+                self._changed.notify_all()
+
+
+class MemoryReservation:
+    """One hold on a MemoryBudget; `release()` once (later calls do nothing), from any thread."""
+
+    def __init__(self, budget: MemoryBudget, thread: int):
+        self._budget, self._thread = budget, thread
+        self._released = False
+        self._lock = threading.Lock()
+
+    def release(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self._budget._release(self._thread)
+
+    def __enter__(self) -> "MemoryReservation":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 @dataclass

@@ -36,7 +36,7 @@ from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, Loca
 from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
 from verifier.isolation import remove_dead_judges_directories
-from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStartError, cpu_accounting
+from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStarved, SandboxStartError, cpu_accounting
 from verifier.stash import STASH_MEMORY_BYTES, TensorStash, digest, private_directory
 from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
@@ -50,6 +50,7 @@ TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per 
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
+STARVED_ATTEMPTS = 3  # a judgement whose sandbox the machine's memory killed is made again, this many times in all
 HANG_FACTOR = 50.0  # a candidate's call may take this many times the reference's before it counts as hung
 HANG_FLOOR_S = 2.0  # ... and always this long (first calls load modules; a loaded machine is slower)
 HANG_DATA_FACTOR = 4.0  # ... plus this many times the rest of the reference's trial (making, moving and writing
@@ -363,8 +364,22 @@ class Judge:
     def check_reference(self, problem: Problem, device_index: int = 0) -> None:
         """Run the problem's reference (raises ReferenceError if it cannot run here); its trials are then kept
         like a verdict's, within verifier.kept_problems and kept_gb, for the verdicts that follow."""
-        with self._keeping(problem.id):
-            self.reference(problem, device_index)
+        self._starved_retried(lambda: self.reference(problem, device_index), problem)
+
+    def _starved_retried(self, judge: Callable[[], Any], problem: Problem) -> Any:
+        """`judge()` within this thread's memory share, made again when the machine's memory killed one of its
+        sandboxes (SandboxStarved: nothing to charge the code with); raised when that goes on."""
+        for attempt in range(STARVED_ATTEMPTS):
+            try:
+                with self.sandboxes.reserve(), self._keeping(problem.id):
+                    return judge()
+            except SandboxStarved as exc:
+                if attempt + 1 == STARVED_ATTEMPTS:
+                    raise SandboxStarved(
+                        f"problem {problem.name or problem.id}: {exc}, {STARVED_ATTEMPTS} times; the sandboxes need "
+                        f"more memory than this machine has: lower verifier.memory_limit_mb or "
+                        f"verifier.compile_workers, or set verifier.sandbox_memory_mb") from None
+                time.sleep(1.0 + attempt)
 
     def _once(self, key: tuple) -> threading.Lock:
         with self._lock:
@@ -391,8 +406,9 @@ class Judge:
         judge_cpu = time.thread_time()
         outcome = self._static(candidate.source) if static_rules else None
         if outcome is None:
-            with self._keeping(problem.id), cpu_accounting(phases.add_cpu):
-                outcome = self._dynamic(problem, candidate, devices, device_index, phases)
+            with cpu_accounting(phases.add_cpu):
+                outcome = self._starved_retried(
+                    lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem)
         phases.add_cpu("judge", time.thread_time() - judge_cpu)
         return Verdict(
             candidate_id=candidate.id,

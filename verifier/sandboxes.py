@@ -24,7 +24,8 @@ from typing import Any
 import torch
 
 from schemas.config import VerifierConfig
-from verifier.isolation import Isolation, SandboxHome, read_sandbox_text
+from verifier.isolation import (Cgroups, Isolation, MemoryBudget, MemoryReservation, SandboxHome, read_sandbox_text,
+                                sandbox_memory_mb)
 from verifier.jail import ISOLATION_FAILED_EXIT
 from verifier.reference import loads
 
@@ -40,6 +41,11 @@ class SandboxStartError(RuntimeError):
 
 class IsolationUnavailable(SandboxStartError):
     """This machine cannot build the sandbox's walls (no namespaces, no root)."""
+
+
+class SandboxStarved(SandboxStartError):
+    """The OOM killer killed a sandbox that stayed within its own memory limit: the machine (or the sandboxes'
+    share of it) ran out. No verdict on the code inside: the judgement is made again."""
 
 
 _START_LOCK = threading.Lock()
@@ -122,6 +128,7 @@ class Sandbox:
         self.device_index = device_index
         self._closed = False
         self._awaiting = False  # a request is unanswered: the sandbox is busy (or hung), don't wait on it
+        self.reservation: MemoryReservation | None = None  # its judgement's share of the memory budget
 
     @property
     def pid(self) -> int:
@@ -221,6 +228,11 @@ class Sandbox:
                                     "from a script, guard its entry point with `if __name__ == '__main__':`")
 
     def death_detail(self, exitcode: int | None, when: str) -> str:
+        """Why it died, for the verdict; raises SandboxStarved when the machine's memory, not its own limit,
+        killed it (a verdict then would charge the code inside for its neighbours)."""
+        if self.home.cgroups and Cgroups.starved(self.home.cgroups):
+            raise SandboxStarved(f"a sandbox was killed {when or 'while running'} for want of host memory while "
+                                 "within its own limit (verifier.memory_limit_mb)")
         if exitcode is not None and exitcode < 0:
             try:
                 how = f"was killed by {signal.Signals(-exitcode).name}"
@@ -273,6 +285,8 @@ class Sandbox:
         self.conn.close()
         used = self._cgroup_cpu_seconds()
         self.isolation.release(self.home)
+        if self.reservation is not None:
+            self.reservation.release()
         add = getattr(_cpu_sink, "add", None)
         if add is not None and (used is not None or live_cpu is not None):
             add(self.role, used if used is not None else live_cpu)
@@ -365,6 +379,10 @@ class SandboxFactory:
                                    readonly=[*packages, self.cache_dir / "bridge", self.cache_dir / "pch",
                                              *([hub] if hub else [])])
         self.hub_cache = hub
+        budget_mb = sandbox_memory_mb(config.sandbox_memory_mb, config.memory_limit_mb)
+        self.memory_budget = MemoryBudget.shared(budget_mb)
+        if self.isolation.cgroups:
+            self.isolation.cgroups.cap_total(budget_mb << 20)
         self._ctx = _forkserver_context()
         self._spares: dict[tuple[str, int], list[Sandbox]] = {}
         self._lock = threading.Lock()
@@ -383,7 +401,22 @@ class SandboxFactory:
             self._gpu[device_index] = (gpu_device_nodes(device_index), _visible_gpu(device_index))
         return self._gpu[device_index]
 
+    def reserve(self) -> MemoryReservation:
+        """This thread's share of the memory budget for its judgement (waits for its turn; see MemoryBudget).
+        Taken around a whole judgement, before any lock, and again (re-entrant) by every sandbox it starts."""
+        return self.memory_budget.reserve(self.config.memory_limit_mb)
+
     def start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
+        reservation = self.reserve()
+        try:
+            box = self._start(role, device_index, processes)
+        except BaseException:
+            reservation.release()
+            raise
+        box.reservation = reservation
+        return box
+
+    def _start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
         if self._aborted:
             raise SandboxStartError("the judge was aborted: it starts no more sandboxes")
         cfg = self.config
@@ -437,7 +470,10 @@ class SandboxFactory:
                 refill = threading.Thread(target=self._refill, args=key, daemon=True)
                 self._refills.add(refill)
                 refill.start()
-        return taken or self.start(role, device_index)
+        if taken is None:
+            return self.start(role, device_index)
+        taken.reservation = self.reserve()  # a spare waits unreserved: an idle process holds little
+        return taken
 
     def take_run_sandbox(self, device_index: int) -> Sandbox:
         return self.take("run", device_index)
@@ -451,7 +487,7 @@ class SandboxFactory:
                 if self._closed:
                     return
                 try:
-                    box = self.start(role, device_index)
+                    box = self._start(role, device_index)
                 except Exception:  # a spare is an optimisation: the next candidate starts its own
                     return
                 with self._lock:
