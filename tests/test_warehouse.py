@@ -44,6 +44,23 @@ def test_writes_are_idempotent(tmp_path):
     assert wh.count("problems", run.id) == 4
 
 
+def test_hints_recorded_by_any_run_are_found_by_problem_id(tmp_path):
+    """An evaluation cut short (or of another policy) on the same KernelBench problems takes their shape hints from
+    the runs before it instead of exporting every reference again (a minute of a 10-minute GPU call)."""
+    from schemas.records import TensorHint
+
+    wh = Warehouse(tmp_path / "w.duckdb")
+    hinted, bare, unseen = _problem(1), _problem(2), _problem(3)
+    hint = TensorHint(name="relu", op="aten.relu", shape=[4, 8], dtype="float32", stride=[8, 1], contiguous=True)
+    first = wh.begin_stage_run("evaluate", {}, "h", [])
+    wh.add_problems(first.id, [hinted.model_copy(update={"hints": [hint]}), bare])
+    later = wh.begin_stage_run("evaluate", {}, "h", [])
+    wh.add_problems(later.id, [hinted.model_copy(update={"hints": [hint]})])  # recorded twice: found once
+    known = wh.known_hints([hinted.id, bare.id, unseen.id])
+    assert known == {hinted.id: [hint.model_dump()]}  # no hints recorded is not a hint
+    assert wh.known_hints([]) == {}
+
+
 def test_failed_and_running_runs_do_not_feed_later_stages(tmp_path):
     wh = Warehouse(tmp_path / "w.duckdb")
     running = wh.begin_stage_run("sft", {}, "h", [])

@@ -319,6 +319,16 @@ class Warehouse:
                         cuda_working_set_bytes=r["cuda_working_set_bytes"], measures=json.loads(r["measures"] or "{}"),
                         drawn_family=r["drawn_family"], pattern=r["pattern"]) for r in rows]
 
+    def known_hints(self, problem_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        """Shape hints some earlier stage run recorded for these problems (by id: the reference's content hash),
+        so that evaluating the same problems again (a KernelBench run cut short, another policy) exports none again."""
+        ids = list(problem_ids)
+        if not ids:
+            return {}
+        rows = self._rows("SELECT id, any_value(hints) AS hints FROM problems WHERE id IN (SELECT unnest(?)) "
+                          "AND hints IS NOT NULL AND hints != '[]' GROUP BY id", [ids])
+        return {r["id"]: json.loads(r["hints"]) for r in rows}
+
     def candidates(self, run_id: str) -> list[Candidate]:
         rows = self._rows("SELECT * FROM candidates WHERE stage_run_id = ? ORDER BY id", [run_id])
         return [Candidate(id=r["id"], problem_id=r["problem_id"], source=r["source"], backend=r["backend"],
