@@ -334,3 +334,14 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
         main(["--set", f"home={tmp_path}", "--seconds", "300", "--limit", "100"])
     with pytest.raises(SystemExit, match="holds an ablation from"):  # one state file, one warmup run
         main([*common[:2], "--from-run", finished("warmup_rl", ["rft-y"]), *common[4:]])
+
+
+def test_timing_disturbance_judges_each_setting_in_a_pool_of_its_own(capsys, tmp_path):
+    from benchmarks import timing_disturbance
+
+    medians = timing_disturbance.main(["--spares", "0", "2", "--repeats", "1", "--size", "64"])
+    out = capsys.readouterr().out
+    assert set(medians) == {0, 2} and all(m > 0 for m in medians.values())
+    assert "spare_sandboxes=0: " in out and "ratio 1.000" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("0 ")]
+    assert len(rows) == 2 and all(row[1] == "1" for row in rows)  # the template's kernel passed in both pools
