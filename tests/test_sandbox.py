@@ -404,7 +404,27 @@ def test_judgements_start_only_while_their_memory_limits_fit_beside_those_runnin
     waiter.join()
     assert budget.used_mb == 0 and budget.peak_mb == 6
     with budget.reserve(50):
-        assert budget.used_mb == 10  # alone: the whole budget
+        assert budget.used_mb == 10  # larger than the budget: the whole of it
+
+    # a judgement made again alone (its sandbox starved) waits for those running, and none starts before it
+    running = budget.reserve(2)
+    order = []
+
+    def judge(name, **alone):
+        with budget.reserve(2, **alone):
+            order.append((name, budget.used_mb))
+
+    rerun = threading.Thread(target=judge, args=("alone",), kwargs={"alone": True})
+    rerun.start()
+    time.sleep(0.2)
+    later = threading.Thread(target=judge, args=("later",))
+    later.start()
+    time.sleep(0.2)
+    assert order == []  # 2 of 10 in use: the later one would fit, but waits behind the one to run alone
+    running.release()
+    rerun.join(5)
+    later.join(5)
+    assert order == [("alone", 10), ("later", 2)]
 
 
 def _hog(leaves: tuple[str, ...], megabytes: int):
@@ -425,8 +445,9 @@ def test_a_sandbox_the_machines_memory_killed_is_judged_again_never_charged(tmp_
     """14 KernelBench judgements at 32 GB each on the 128 GB H200 had the kernel's OOM killer kill sandboxes
     within their own limits, and the judge itself. Now the sandboxes' parent cgroup is capped
     (verifier.sandbox_memory_mb) and a sandbox killed for want of the machine's memory, not its own limit, is no
-    verdict on its code: the judgement is made again, and fails loudly (an infrastructure error, no verdict)
-    when the pressure stays; once the memory is back, the same candidate is judged on its merits."""
+    verdict on its code: the judgement is made again, alone, and fails loudly (an infrastructure error, no
+    verdict) when the pressure comes from outside the sandboxes and stays; once the memory is back, the same
+    candidate is judged on its merits."""
     from verifier.isolation import Cgroups
     from verifier.sandboxes import SandboxStarved
 
@@ -445,7 +466,7 @@ def test_a_sandbox_the_machines_memory_killed_is_judged_again_never_charged(tmp_
     try:
         hog = _hog(neighbour, 1500)  # 1,500 MB of the sandboxes' 3,072 taken by a smaller neighbour
         try:
-            with pytest.raises(SandboxStarved, match="3 times.*lower verifier.memory_limit_mb"):
+            with pytest.raises(SandboxStarved, match="even judged alone.*lower verifier.memory_limit_mb"):
                 judge.verify(problem(), greedy)
         finally:
             hog.kill()

@@ -338,8 +338,9 @@ class MemoryBudget:
     it has sandboxes, and waits for its turn while the limits of those running fill it. Limits are promises:
     14 KernelBench judgements at 32 GB each on a 128 GB machine once had the kernel's OOM killer end the
     judge itself. Re-entrant per thread: its build and reference sandboxes run inside its own judgement's
-    share (the parent cgroup's cap, `Cgroups.cap_total`, catches what that leaves over). One per process and
-    capacity (`shared`): every judge of a process draws on the same machine."""
+    share (the parent cgroup's cap, `Cgroups.cap_total`, catches what that leaves over, and a judgement whose
+    sandbox that killed runs again alone). One per process and capacity (`shared`): every judge of a process
+    draws on the same machine."""
 
     _shared: dict[int, "MemoryBudget"] = {}
     _shared_lock = threading.Lock()
@@ -349,6 +350,7 @@ class MemoryBudget:
         self.used_mb = 0
         self.peak_mb = 0
         self._held: dict[int, list[int]] = {}  # thread id -> [sandboxes held, MB reserved]
+        self._alone_waiting = 0  # judgements waiting to run alone: the others wait behind them
         self._changed = threading.Condition()
 
     @classmethod
@@ -356,14 +358,23 @@ class MemoryBudget:
         with cls._shared_lock:
             return cls._shared.setdefault(capacity_mb, cls(capacity_mb))
 
-    def reserve(self, memory_mb: int) -> "MemoryReservation":
-        """Block until `memory_mb` (at most the whole budget) fits, unless this thread holds a share already."""
+    def reserve(self, memory_mb: int, alone: bool = False) -> "MemoryReservation":
+        """Block until `memory_mb` (at most the whole budget) fits, unless this thread holds a share already.
+        `alone`: the whole budget, once every judgement running has ended; none starts while it waits."""
         thread = threading.get_ident()
         with self._changed:
             held = self._held.get(thread)
             if held is None:
-                memory_mb = min(memory_mb, self.capacity_mb)
-                self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb)
+                memory_mb = self.capacity_mb if alone else min(memory_mb, self.capacity_mb)
+                if alone:
+                    self._alone_waiting += 1
+                    try:
+                        self._changed.wait_for(lambda: self.used_mb == 0)
+                    finally:
+                        self._alone_waiting -= 1
+                else:
+                    self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb
+                                           and not self._alone_waiting)
                 self.used_mb += memory_mb
                 self.peak_mb = max(self.peak_mb, self.used_mb)
                 held = self._held[thread] = [0, memory_mb]

@@ -50,7 +50,6 @@ TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per 
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
-STARVED_ATTEMPTS = 3  # a judgement whose sandbox the machine's memory killed is made again, this many times in all
 HANG_FACTOR = 50.0  # a candidate's call may take this many times the reference's before it counts as hung
 HANG_FLOOR_S = 2.0  # ... and always this long (first calls load modules; a loaded machine is slower)
 HANG_DATA_FACTOR = 4.0  # ... plus this many times the rest of the reference's trial (making, moving and writing
@@ -367,19 +366,22 @@ class Judge:
         self._starved_retried(lambda: self.reference(problem, device_index), problem)
 
     def _starved_retried(self, judge: Callable[[], Any], problem: Problem) -> Any:
-        """`judge()` within this thread's memory share, made again when the machine's memory killed one of its
-        sandboxes (SandboxStarved: nothing to charge the code with); raised when that goes on."""
-        for attempt in range(STARVED_ATTEMPTS):
+        """`judge()` within this thread's memory share; made again, alone on the machine's sandbox memory, when
+        the machine's memory killed one of its sandboxes (SandboxStarved: nothing to charge the code with).
+        Alone, no neighbour can starve it: only its own sandboxes (its process, its build, at most its reference
+        again) share the budget, which holds three limits by default on a GPU box (3.4 x 32 GB on the H200), so a
+        candidate cannot starve itself to fail the stage there; starved even then, something beside the
+        sandboxes took the memory promised to them: raised, an infrastructure error."""
+        for alone in (False, True):
             try:
-                with self.sandboxes.reserve(), self._keeping(problem.id):
+                with self.sandboxes.reserve(alone=alone), self._keeping(problem.id):
                     return judge()
             except SandboxStarved as exc:
-                if attempt + 1 == STARVED_ATTEMPTS:
+                if alone:
                     raise SandboxStarved(
-                        f"problem {problem.name or problem.id}: {exc}, {STARVED_ATTEMPTS} times; the sandboxes need "
-                        f"more memory than this machine has: lower verifier.memory_limit_mb or "
-                        f"verifier.compile_workers, or set verifier.sandbox_memory_mb") from None
-                time.sleep(1.0 + attempt)
+                        f"problem {problem.name or problem.id}: {exc}, even judged alone; this machine lacks the "
+                        "memory its sandboxes were promised (something beside them took it): lower "
+                        "verifier.memory_limit_mb or verifier.sandbox_memory_mb") from None
 
     def _once(self, key: tuple) -> threading.Lock:
         with self._lock:

@@ -401,10 +401,11 @@ class SandboxFactory:
             self._gpu[device_index] = (gpu_device_nodes(device_index), _visible_gpu(device_index))
         return self._gpu[device_index]
 
-    def reserve(self) -> MemoryReservation:
-        """This thread's share of the memory budget for its judgement (waits for its turn; see MemoryBudget).
-        Taken around a whole judgement, before any lock, and again (re-entrant) by every sandbox it starts."""
-        return self.memory_budget.reserve(self.config.memory_limit_mb)
+    def reserve(self, alone: bool = False) -> MemoryReservation:
+        """This thread's share of the memory budget for its judgement (waits for its turn; see MemoryBudget), or
+        all of it (`alone`). Taken around a whole judgement, before any lock, and again (re-entrant) by every
+        sandbox it starts."""
+        return self.memory_budget.reserve(self.config.memory_limit_mb, alone=alone)
 
     def start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
         reservation = self.reserve()
