@@ -268,6 +268,13 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
+        try:
+            self._stop_and_remove()
+        finally:  # its judgement's share goes back whatever happened, or the budget would shrink for good
+            if self.reservation is not None:
+                self.reservation.release()
+
+    def _stop_and_remove(self) -> None:
         live_cpu = _tree_cpu_seconds(self.proc.pid) if self.proc.exitcode is None else None
         try:
             if self.proc.is_alive() and not self._awaiting:
@@ -285,8 +292,6 @@ class Sandbox:
         self.conn.close()
         used = self._cgroup_cpu_seconds()
         self.isolation.release(self.home)
-        if self.reservation is not None:
-            self.reservation.release()
         add = getattr(_cpu_sink, "add", None)
         if add is not None and (used is not None or live_cpu is not None):
             add(self.role, used if used is not None else live_cpu)
