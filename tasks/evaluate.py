@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from operators.hints import HintError, extract_hints
 from operators.imports import load_kernelbench
 from schemas.config import EvaluateConfig, PipelineConfig
-from schemas.records import Problem, TensorHint
+from schemas.records import Problem
 from tasks.common import StageContext, log, progress_bar, reason_in_brief, stage_run
 from tasks.plots import close, line_chart
 from training.evaluation import FAST_P, EvalSummary, evaluate_policy, level_of
@@ -133,7 +133,7 @@ def _problems(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None) -> l
 
     def hinted(problem: Problem) -> Problem:  # torch.export runs the reference: in a sandbox
         if problem.id in known:
-            return problem.model_copy(update={"hints": [TensorHint(**h) for h in known[problem.id]]})
+            return problem.model_copy(update={"hints": known[problem.id]})
         try:
             return problem.model_copy(update={"hints": extract_hints(problem, ctx.analyser)})
         except HintError:  # the prompt goes without hints; whether the reference runs is checked next

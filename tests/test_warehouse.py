@@ -57,7 +57,7 @@ def test_hints_recorded_by_any_run_are_found_by_problem_id(tmp_path):
     later = wh.begin_stage_run("evaluate", {}, "h", [])
     wh.add_problems(later.id, [hinted.model_copy(update={"hints": [hint]})])  # recorded twice: found once
     known = wh.known_hints([hinted.id, bare.id, unseen.id])
-    assert known == {hinted.id: [hint.model_dump()]}  # no hints recorded is not a hint
+    assert known == {hinted.id: [hint]}  # no hints recorded is not a hint
     assert wh.known_hints([]) == {}
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import duckdb
 
-from schemas.records import Candidate, Problem, StageRun, StageStatus, Trajectory, Verdict
+from schemas.records import Candidate, Problem, StageRun, StageStatus, TensorHint, Trajectory, Verdict
 from warehouse.process import ProcessIdentity
 
 SCHEMA = """
@@ -319,7 +319,7 @@ class Warehouse:
                         cuda_working_set_bytes=r["cuda_working_set_bytes"], measures=json.loads(r["measures"] or "{}"),
                         drawn_family=r["drawn_family"], pattern=r["pattern"]) for r in rows]
 
-    def known_hints(self, problem_ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    def known_hints(self, problem_ids: Iterable[str]) -> dict[str, list[TensorHint]]:
         """Shape hints some earlier stage run recorded for these problems (by id: the reference's content hash),
         so that evaluating the same problems again (a KernelBench run cut short, another policy) exports none again."""
         ids = list(problem_ids)
@@ -327,7 +327,7 @@ class Warehouse:
             return {}
         rows = self._rows("SELECT id, any_value(hints) AS hints FROM problems WHERE id IN (SELECT unnest(?)) "
                           "AND hints IS NOT NULL AND hints != '[]' GROUP BY id", [ids])
-        return {r["id"]: json.loads(r["hints"]) for r in rows}
+        return {r["id"]: [TensorHint(**h) for h in json.loads(r["hints"])] for r in rows}
 
     def candidates(self, run_id: str) -> list[Candidate]:
         rows = self._rows("SELECT * FROM candidates WHERE stage_run_id = ? ORDER BY id", [run_id])
