@@ -339,9 +339,12 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
 def test_timing_disturbance_judges_each_setting_in_a_pool_of_its_own(capsys, tmp_path):
     from benchmarks import timing_disturbance
 
+    import math
+
     medians = timing_disturbance.main(["--spares", "0", "2", "--repeats", "1", "--size", "64"])
     out = capsys.readouterr().out
-    assert set(medians) == {0, 2} and all(m > 0 for m in medians.values())
-    assert "spare_sandboxes=0: " in out and "ratio 1.000" in out
+    # a 64 x 64 call is shorter than the judge's clock resolves: its outside figure may be 0 (CI saw it once)
+    assert set(medians) == {0, 2} and all(math.isfinite(m) and m >= 0 for m in medians.values())
+    assert "spare_sandboxes=0: " in out and ("ratio 1.000" in out or "ratio n/a" in out)
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("0 ")]
     assert len(rows) == 2 and all(row[1] == "1" for row in rows)  # the template's kernel passed in both pools
