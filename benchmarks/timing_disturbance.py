@@ -49,6 +49,9 @@ def judge_repeatedly(backend: str, spares: int, repeats: int, size: int, cache_d
                          "believed_s": timing.get("believed_s", float("nan")),
                          "eager_s": timing.get("eager_s", float("nan")),
                          "overhead_s": timing.get("harness_overhead_s", float("nan")),
+                         "prepare_s": timing.get("sandbox_prepare_s", float("nan")),
+                         "keep_s": timing.get("sandbox_keep_s", float("nan")),
+                         "eager_prepare_s": timing.get("eager_prepare_s", float("nan")),
                          "speedup": verdict.speedup_vs_eager or float("nan")})
     return rows
 
@@ -66,10 +69,14 @@ def main(argv: list[str] | None = None) -> dict[int, float]:
         for spares in args.spares:
             rows = judge_repeatedly(args.backend, spares, args.repeats, args.size, Path(tmp) / f"spares-{spares}")
             print(f"spare_sandboxes={spares}")
-            print("  verdict  passed  claimed ms  outside ms  believed ms  eager ms  overhead ms  speedup")
+            # prepare/keep: the sandboxes' own clocks around each call (inputs put in place, outputs kept), the
+            # candidate's and eager's: where a window the calls do not explain went
+            print("  verdict  passed  claimed ms  outside ms  believed ms  eager ms  overhead ms  prepare ms  "
+                  "eager prepare ms  keep ms  speedup")
             for k, r in enumerate(rows):
                 print(f"  {k:7d}  {r['passed']:6.0f}  {r['claimed_s'] * 1e3:10.3f}  {r['outside_s'] * 1e3:10.3f}  "
                       f"{r['believed_s'] * 1e3:11.3f}  {r['eager_s'] * 1e3:8.3f}  {r['overhead_s'] * 1e3:11.3f}  "
+                      f"{r['prepare_s'] * 1e3:10.3f}  {r['eager_prepare_s'] * 1e3:16.3f}  {r['keep_s'] * 1e3:7.3f}  "
                       f"{r['speedup']:7.3f}")
             ratios = [r["outside_s"] / r["claimed_s"] for r in rows if r["claimed_s"] > 0]
             medians[spares] = statistics.median(ratios) if ratios else float("nan")

@@ -86,6 +86,11 @@ def test_pass_is_correct_legal_and_timed(verdicts):
     assert v.compiled and v.correct and v.legal and v.pass_fraction == 1.0
     assert v.speedup_vs_eager is not None and v.speedup_vs_eager > 0
     assert v.speedup_vs_compile is None  # torch.compile baseline is measured on cuda only
+    # the sandboxes' own account of the work around the calls (a diagnosis of the judge's windows): inside the
+    # window, so never more than the harness overhead the judge measured around the same calls
+    t = v.timing
+    assert t["sandbox_prepare_s"] > 0 and t["eager_prepare_s"] > 0 and t["sandbox_keep_s"] >= 0, t
+    assert t["eager_prepare_s"] + t["eager_keep_s"] <= t["harness_overhead_s"], t
 
 
 def test_partial_pass_fraction(verdicts):

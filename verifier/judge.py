@@ -226,6 +226,8 @@ class _Baseline:
     checked: dict[int, int] = field(default_factory=dict)  # timed call -> `expected` entry
     input_bytes: int = 0  # of one call
     output_bytes: int = 0
+    prepared: float = float("nan")  # per call, by the sandbox's own clock (diagnosis only: never believed)
+    kept: float = float("nan")
 
     @property
     def nbytes(self) -> int:  # its sets belong to the reference (counted there)
@@ -243,6 +245,8 @@ class _Window:
     path: Path | None = None  # where the sandbox wrote the checked timed calls' outputs
     metas: list[list[Any]] = field(default_factory=list)  # per checked call
     output_bytes: int = 0
+    prepared: float = float("nan")  # the sandbox's own clock (diagnosis only): putting inputs in place, all calls
+    kept: float = float("nan")  # and keeping their outputs
 
     def output(self, k: int) -> list[torch.Tensor]:
         """The k-th checked call's outputs, read only now (one call's at a time)."""
@@ -674,7 +678,8 @@ class Judge:
                     from exc
             return _Baseline(result.claimed, harness, result.window, runs,
                              sets=sets, expected=expected, checked=checked_entries,
-                             input_bytes=reference.input_bytes, output_bytes=reference.output_bytes)
+                             input_bytes=reference.input_bytes, output_bytes=reference.output_bytes,
+                             prepared=result.prepared / runs, kept=result.kept / runs)
         except BaseException:
             if not compiled:
                 expected.close()
@@ -754,6 +759,9 @@ class Judge:
         seconds, total = msg[1].get("seconds"), msg[1].get("total")
         if not isinstance(seconds, float) or not isinstance(total, float) or seconds < 0 or total < 0:
             return ("garbled", "timing report")
+        # the sandbox's account of its own work around the calls: shown to whoever diagnoses a window, never
+        # believed (anything but a float becomes nan)
+        prepared, kept = (v if isinstance(v := msg[1].get(k), float) else float("nan") for k in ("prepared", "kept"))
         box.send(("outputs", checked))
         msg = box.receive(budget)
         if msg is None or msg[0] != "timed_outputs" or len(msg) != 3 or not isinstance(msg[2], list) \
@@ -764,7 +772,7 @@ class Judge:
         for n in msg[2]:
             metas.append(msg[1][start:start + n])
             start += n
-        return _Window(seconds, total, window, box.home.io_out / "timed.bin", metas, output_bytes)
+        return _Window(seconds, total, window, box.home.io_out / "timed.bin", metas, output_bytes, prepared, kept)
 
     # -- sandboxed build and run ----------------------------------------------------------
     def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
@@ -1036,6 +1044,7 @@ class Judge:
                                     f"{eager.runs} returned a wrong output ({mismatch.message}); a kernel must compute "
                                     "every call, not only the correctness trials", legal=False, rule="timing-output",
                                     **compiled_ok)
+            last_window = result
             check = believed_seconds(result.claimed, result.window, eager.runs, eager.overhead,
                                      rel_noise=cfg.timing_noise)
             believed.append(check.seconds)
@@ -1054,6 +1063,10 @@ class Judge:
                   "eager_s": eager.seconds, "eager_window_s": eager.window, "harness_overhead_s": eager.overhead,
                   "runs": float(eager.runs), "overruled": float(check.overruled), "floor_s": floor,
                   "bandwidth_bytes_per_s": bandwidth}
+        # where the windows went, by the sandboxes' own clocks (per call; a diagnosis, never believed)
+        around = {"sandbox_prepare_s": last_window.prepared / eager.runs, "sandbox_keep_s": last_window.kept / eager.runs,
+                  "eager_prepare_s": eager.prepared, "eager_keep_s": eager.kept}
+        timing.update({k: v for k, v in around.items() if math.isfinite(v) and v >= 0})
         detail = f"all {len(reference.trials)} trials correct; speedup vs eager {speedup:.2f}x"
         if speedup_compile:
             detail += f", vs torch.compile {speedup_compile:.2f}x"

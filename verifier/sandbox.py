@@ -318,7 +318,8 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
         timing = _time_calls(lambda i: model_fn(*buffers[i % ROTATING_BUFFERS]), device, warmup, runs,
                              before_timed=handshake, warm=lambda: model_fn(*buffers[0]), prepare=prepare, keep=keep,
                              after_timed=lambda: conn.send_bytes(_DONE))
-    send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total}))
+    send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total,
+                    "prepared": timing.prepared, "kept": timing.kept}))
     msg = conn.recv()
     if msg[0] == "outputs":
         chosen = [outputs[i] for i in msg[1]]
