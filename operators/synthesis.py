@@ -138,7 +138,14 @@ def _probe_opset(narrow_spec, model_type) -> list[Any]:
     sometimes trips its own sanity checks: probe deterministically, retrying with other seeds."""
     from nnsmith.error import InternalError
 
+    import z3
+
     state = random.getstate()
+    # NNSmith's generation sets z3's *global* timeout (a third of its time limit) and leaves it set: a probe in
+    # the same process after a generation then fails its small solves under load ("Cannot solve the problem in
+    # Reshape", CI on a busy machine). The probe runs without one, and leaves the setting as it found it.
+    timeout = z3.get_param("timeout")
+    z3.set_param("timeout", 4294967295)
     try:
         for attempt in range(8):
             random.seed(attempt)
@@ -148,6 +155,7 @@ def _probe_opset(narrow_spec, model_type) -> list[Any]:
                 last = exc
         raise SynthesisError(f"NNSmith could not probe its operator set: {last}")
     finally:
+        z3.set_param("timeout", timeout)
         random.setstate(state)
 
 

@@ -117,3 +117,21 @@ def test_cuda_teacher_kernels_compile_with_nvcc_against_the_shim(problems, tmp_p
         result = subprocess.run(nvcc_command(src, tmp_path / f"k{i}.o", "90", ["--extended-lambda"]),
                                 capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_z3_timeout_left_by_an_earlier_generation_does_not_fail_the_operator_probe(tmp_path):
+    """NNSmith's generation sets z3's global timeout and leaves it set; CI (busy) then failed a later session's
+    operator probe with "Cannot solve the problem in Reshape". A 1 ms limit fails that probe whenever it
+    applies: the probe must run without it, and leave it as it was."""
+    import z3
+
+    from operators.synthesis import NNSmithSession
+
+    before = z3.get_param("timeout")
+    z3.set_param("timeout", 1)
+    try:
+        session = NNSmithSession.open(tmp_path / "nnsmith", ["Reshape", "ReLU"], ["float32"])
+        assert z3.get_param("timeout") == "1"
+    finally:
+        z3.set_param("timeout", before)
+    assert session is not None

@@ -31,10 +31,6 @@ class Timing:
     seconds: float  # median per call
     escaped: bool = False  # cuda: the events missed work that the wall clock saw
     total: float = 0.0  # sum of the per-call figures over the timed runs
-    # the caller's own work around the timed calls, by the same clock (a diagnosis of where a window went;
-    # never what a verdict believes): putting inputs in place, and keeping outputs, summed over the runs
-    prepared: float = 0.0
-    kept: float = 0.0
 
 
 def _median(values: list[float]) -> float:
@@ -59,30 +55,25 @@ def time_calls(fn: Callable[[int], object], device: str, warmup: int, runs: int,
             warm()
         if before_timed:
             before_timed()
-        samples, around = [], [0.0, 0.0]
+        samples = []
         for i in range(runs):
-            mark = perf_counter()
             prepare(i)
             start = perf_counter()
             out = fn(i)
             samples.append(perf_counter() - start)
             keep(i, out)
-            around[0] += start - mark
-            around[1] += perf_counter() - start - samples[-1]
         if after_timed:
             after_timed()
-        return Timing(_median(samples), total=sum(samples), prepared=around[0], kept=around[1])
+        return Timing(_median(samples), total=sum(samples))
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     for _ in range(warmup):
         warm()
     torch.cuda.synchronize()
     if before_timed:
         before_timed()
-    events, walls, around = [], [], [0.0, 0.0]
+    events, walls = [], []
     for i in range(runs):
-        mark = perf_counter()
         prepare(i)
-        around[0] += perf_counter() - mark
         flush.zero_()
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
@@ -93,15 +84,12 @@ def time_calls(fn: Callable[[int], object], device: str, warmup: int, runs: int,
         torch.cuda.synchronize()  # device-wide: waits for side streams too
         walls.append(perf_counter() - start)
         events.append(begin.elapsed_time(end) / 1000.0)
-        mark = perf_counter()
         keep(i, out)
-        around[1] += perf_counter() - mark
     if after_timed:
         after_timed()
     event_s, wall_s = _median(events), _median(walls)
     escaped = wall_s > 2 * event_s + ESCAPE_SLACK_S
-    return Timing(wall_s if escaped else event_s, escaped, total=sum(walls if escaped else events),
-                  prepared=around[0], kept=around[1])
+    return Timing(wall_s if escaped else event_s, escaped, total=sum(walls if escaped else events))
 
 
 @dataclass(frozen=True)
