@@ -103,7 +103,8 @@ class StageContext:
         """Problem id -> why its reference cannot run here, for each such problem: each is logged and kept in the
         summary (`left_out`), and the caller leaves it out. A broken reference is the problem's fault, never the
         policy's: it is not judged against, and it does not end the stage."""
-        broken = self.pool.check_references(problems)
+        with progress_bar("references (sandboxed)", len(problems)) as advance:
+            broken = self.pool.check_references(problems, on_checked=lambda _: advance(1))
         for problem in problems:
             if problem.id in broken:
                 log.warning("left out %s: %s", problem.name or problem.id, reason_in_brief(broken[problem.id]))

@@ -54,30 +54,41 @@ def test_reads_no_more_than_the_judge_expects(tmp_path):
         read_tensors(path, metas, max_bytes=100)
 
 
-def test_a_file_only_stash_hands_out_every_entry_read_only_even_an_empty_one(tmp_path):
-    """Timing sets: each a file (none in memory, even one without tensors), read through a descriptor into one
-    reused staging buffer."""
+def test_a_file_only_stash_hands_out_every_entry_read_only_and_the_staging_carries_each_in_turn(tmp_path):
+    """Timing sets: each a file (none in memory, even one without tensors), copied by the judge into one sealed
+    shared staging buffer that the sandbox maps (here: this process) and reads its call's values from."""
+    import fcntl
     import os
 
     import torch
 
     from verifier.stash import TensorStash
-    from verifier.tensor_io import read_tensors_into
+    from verifier.tensor_io import SharedStaging, bytes_spanned, map_shared_staging, tensors_in
 
     stash = TensorStash(tmp_path / "sets", memory_bytes=0)
     first = stash.append([torch.arange(6.0).view(2, 3).t(), 7])
     empty = stash.append([3])
-    staging = None
+    staging = SharedStaging(max(bytes_spanned(stash.metas(i)) for i in (first, empty)))
+    with pytest.raises(OSError):  # sealed: a sandbox cannot shrink it under the judge's mapping
+        os.ftruncate(staging.fd, 1)
+    assert fcntl.fcntl(staging.fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_SHRINK
+    mapping, buffer = map_shared_staging(staging.fd, staging.nbytes)
     for index, expected in ((first, [torch.arange(6.0).view(2, 3).t(), 7]), (empty, [3])):
         fd, metas = stash.open_entry(index)
         try:
             assert os.fstat(fd).st_mode & 0o777 == 0o400
-            values, staging = read_tensors_into(fd, metas, staging)
+            staging.fill(fd, metas)
         finally:
             os.close(fd)
+        values = tensors_in(buffer, metas)
         assert len(values) == len(expected)
         for got, want in zip(values, expected):
             assert torch.equal(got, want) if isinstance(want, torch.Tensor) else got == want
+    with pytest.raises(TamperedData, match="outside"):  # a description past the buffer is refused, not read
+        tensors_in(buffer[:8], stash.metas(first))
+    del values, buffer
+    mapping.close()
+    staging.close()
     stash.close()
 
 
@@ -106,12 +117,12 @@ def _resident_pages(path) -> int:
     return sum(b & 1 for b in vec)
 
 
-@pytest.mark.parametrize("reader", ["read_tensors", "read_tensors_into"])
+@pytest.mark.parametrize("reader", ["read_tensors", "staging"])
 def test_reading_a_set_leaves_none_of_its_pages_cached(tmp_path, reader):
     """A sandbox is charged for the pages it brings into the page cache; a reader that left them there would be
     charged twice for every input it reads (the CI's 2 GiB trial peaked at five trials' memory, not four)."""
     import os
-    from verifier.tensor_io import read_tensors_into
+    from verifier.tensor_io import SharedStaging, map_shared_staging, tensors_in
     values = [torch.randn(3 << 20), torch.arange(1 << 20)]  # 12 MiB and 8 MiB
     path = tmp_path / "set.bin"
     metas = write_tensors(path, values)
@@ -121,8 +132,14 @@ def test_reading_a_set_leaves_none_of_its_pages_cached(tmp_path, reader):
         assert _resident_pages(path) > 0
         if reader == "read_tensors":
             back = read_tensors(path, metas, nbytes_of(values))
-        else:
-            back, _ = read_tensors_into(fd, metas, None)
+        else:  # the judge filling a timed call's staging from the set's file
+            staging = SharedStaging(nbytes_of(values))
+            staging.fill(fd, metas)
+            mapping, buffer = map_shared_staging(staging.fd, staging.nbytes)
+            back = [v.clone() for v in tensors_in(buffer, metas)]
+            del buffer
+            mapping.close()
+            staging.close()
     finally:
         os.close(fd)
     assert all(same_bytes(a, b) for a, b in zip(values, back))

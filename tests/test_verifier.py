@@ -293,6 +293,32 @@ def test_a_reference_that_ran_is_remembered_by_the_next_pool_and_a_broken_one_ch
         assert [key[0] for key in pool.judge._references] == [good.id]
 
 
+def test_a_reference_check_cut_short_keeps_the_references_that_ran(tmp_path):
+    """KernelBench at full size: checking 200 references outlasts a call's limit. Each is remembered as soon as it
+    ran, so the check started over runs only the rest; every problem is counted once (the progress bar)."""
+    from verifier.examples import example_problem
+
+    class Cut(Exception):
+        pass
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2"]).verifier
+    problems = [example_problem(name, "cpu") for name in ("relu", "square")]
+    seen: list[str] = []
+
+    def cut_after_first(pid):
+        seen.append(pid)
+        raise Cut
+
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        with pytest.raises(Cut):
+            pool.check_references(problems, on_checked=cut_after_first)
+    checked: list[str] = []
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        assert pool.check_references(problems, on_checked=checked.append) == {}
+        assert sorted(checked) == sorted(p.id for p in problems)
+        assert [key[0] for key in pool.judge._references] == [p.id for p in problems if p.id != seen[0]]
+
+
 def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their_digest(verifier_cache):
     """A problem whose trials are too large to keep (KernelBench level 1 at full size: 12.8 GB a trial) keeps only
     their outputs' digests: each candidate's trials are made again by the reference, and judged as before."""

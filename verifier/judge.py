@@ -38,7 +38,8 @@ from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mi
 from verifier.isolation import remove_dead_judges_directories
 from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStarved, SandboxStartError, cpu_accounting
 from verifier.stash import STASH_MEMORY_BYTES, TensorStash, digest, private_directory
-from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
+from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, describe, nbytes_of, read_tensors, same_bytes,
+                               write_tensors)
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
 
 log = logging.getLogger("kerneldojo.verifier")
@@ -723,36 +724,52 @@ class Judge:
 
     def _timed(self, box: Sandbox, budget: float, sets: TensorStash, runs: int, checked: list[int],
                output_bytes: int):
-        """One timing handshake: warm-up, the judge's `go` (its clock starts), the timed calls — each asking,
-        in turn, for its inputs just before it runs (a read-only descriptor of set i's file), so none exists
-        in the sandbox ahead of time — `done` (the clock stops), the report, then where the outputs of the
-        `checked` timed calls are. A `_Window`, or the message that came instead (None on timeout)."""
+        """One timing handshake: warm-up, the judge's `go` with a shared staging buffer, the timed calls —
+        each asking, in turn, for its inputs just before it runs: the judge writes set i into the staging
+        (off its clock), then starts its clock for call i, which the next request (or `done`) stops, so none
+        exists in the sandbox ahead of time and the judge's clock sees the call, the copy of its inputs to
+        the device and the messages, not the judge's own file reads —, the report, then where the outputs of
+        the `checked` timed calls are. A `_Window`, or the message that came instead (None on timeout)."""
         msg = box.receive(budget)
         if msg != ("warm",):
             return msg
         start = time.perf_counter()
-        box.send(("go",))
         deadline = start + budget
-        call = 0
-        while True:
-            msg = box.receive(max(0.0, deadline - time.perf_counter()))
-            if msg == ("done",):
-                window = time.perf_counter() - start
-                break
-            if msg is None or msg[0] != "next" or len(msg) != 2:
-                return msg
-            if msg[1] != call or call >= runs:
-                return ("protocol_error", f"asked for the inputs of timed call {str(msg[1])[:20]} when call {call} "
-                        f"of {runs} was next")
-            fd, metas = sets.open_entry(call)
+        staging = SharedStaging(max(bytes_spanned(sets.metas(i)) for i in range(runs)) if runs else 1)
+        try:
             try:
-                box.send(("set", call, metas))
-                box.send_descriptor(fd)
+                box.send(("go", staging.nbytes))
+                box.send_descriptor(staging.fd)
             except (OSError, ValueError):  # the sandbox is gone: say how
                 return box.receive(1.0) or ("died", None)
-            finally:
-                os.close(fd)
-            call += 1
+            window, call, clock = 0.0, 0, None
+            while True:
+                msg = box.receive(max(0.0, deadline - time.perf_counter()))
+                if clock is not None:  # call - 1's inputs were handed over at `clock`: its time ends here
+                    window += time.perf_counter() - clock
+                    clock = None
+                if msg == ("done",):
+                    if call != runs:  # every call's time is in the window: none may be left out of it
+                        return ("protocol_error", f"said done after {call} of {runs} timed calls")
+                    break
+                if msg is None or msg[0] != "next" or len(msg) != 2:
+                    return msg
+                if msg[1] != call or call >= runs:
+                    return ("protocol_error", f"asked for the inputs of timed call {str(msg[1])[:20]} when call "
+                            f"{call} of {runs} was next")
+                fd, metas = sets.open_entry(call)
+                try:
+                    staging.fill(fd, metas)
+                finally:
+                    os.close(fd)
+                clock = time.perf_counter()
+                try:
+                    box.send(("set", call, metas))
+                except (OSError, ValueError):
+                    return box.receive(1.0) or ("died", None)
+                call += 1
+        finally:
+            staging.close()
         msg = box.receive(budget)
         if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict):
             return msg

@@ -171,22 +171,31 @@ class VerifierPool(ABC):
                 on_verdict(verdict)
             yield verdict
 
-    def check_references(self, problems: Iterable[Problem]) -> dict[str, str]:
+    def check_references(self, problems: Iterable[Problem],
+                         on_checked: Callable[[str], None] | None = None) -> dict[str, str]:
         """Problem id -> why its reference cannot run here (it fails to load, a trial raises, its outputs are
         unreadable), for each such problem. A broken reference is the problem's fault, never a candidate's:
         callers leave those problems out (and report them) instead of judging candidates against them. The
         references that run stay with the judges, so the candidates' verdicts reuse them. A reference that ran
         before under the same settings is remembered (signed, in the cache) and not run again: an evaluation cut
         short and started over (a KernelBench level at full size outlasts a preemptible worker) repeats neither
-        its verdicts nor its references' trials. Failures are always checked again: they may be the machine's."""
+        its verdicts nor its references' trials — each is remembered as soon as it ran, so a check cut short
+        keeps what it did. Failures are always checked again: they may be the machine's. `on_checked(problem id)`
+        after each problem (a progress bar's advance)."""
         problems = list(problems)
+        by_id = {p.id: p for p in problems}
         known = {p.id for p in problems if self.config.use_cache and self.cache.reference_ran(p, self.config)}
-        broken = {pid: why for pid, why in self._reference_errors([p for p in problems if p.id not in known])
-                  if why is not None}
-        if self.config.use_cache:
-            for problem in problems:
-                if problem.id not in known and problem.id not in broken:
-                    self.cache.remember_reference_ran(problem, self.config)
+        for pid in known:
+            if on_checked:
+                on_checked(pid)
+        broken = {}
+        for pid, why in self._reference_errors([p for p in problems if p.id not in known]):
+            if why is not None:
+                broken[pid] = why
+            elif self.config.use_cache:
+                self.cache.remember_reference_ran(by_id[pid], self.config)
+            if on_checked:
+                on_checked(pid)
         return broken
 
     @abstractmethod

@@ -33,7 +33,7 @@ from verifier import jail
 from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
-from verifier.tensor_io import read_tensors, read_tensors_into, write_tensors
+from verifier.tensor_io import map_shared_staging, read_tensors, tensors_in, write_tensors
 from verifier.timing import time_calls as _time_calls
 
 MAX_TRACE = 4000
@@ -269,57 +269,76 @@ ROTATING_BUFFERS = 2  # timed calls alternate between this many input buffers, r
 
 def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, warmup: int, runs: int,
                   outputs_path: str) -> None:
-    """Warm up, tell the judge, wait for its `go` (its clock starts), run the timed calls, say `done` (its
-    clock stops), report; then write the outputs of the timed calls the judge asks to see.
+    """Warm up, tell the judge, wait for its `go` (with the staging buffer it fills with each call's inputs),
+    run the timed calls, say `done`, report; then write the outputs of the timed calls the judge asks to see.
 
-    Before timed call i (off the clock) the sandbox asks the judge for call i's inputs — a read-only
-    descriptor of the judge's file of them — and refills one of ROTATING_BUFFERS buffers from it: no call's
-    inputs exist in this process before the call before it has finished (nothing to compute ahead), a
-    kernel that keys a remembered result on an address returns a stale one, one that keys it on the values
-    never finds it (no two timed calls share a set). Each call's output is copied as soon as it is timed
-    (off the clock), so a kernel may write every call into one output buffer of its own."""
+    Before timed call i the sandbox asks the judge for call i's inputs; the judge writes them into the shared
+    staging buffer (off its clock), starts its clock for the call and says where they lie; the sandbox
+    refills one of ROTATING_BUFFERS buffers from the staging (on a GPU, one DMA from page-locked pages), runs
+    the call, and asks for the next call's inputs, which stops the judge's clock for this one. No call's
+    inputs exist anywhere the sandbox can see before the call before it has finished (nothing to compute
+    ahead), a kernel that keys a remembered result on an address returns a stale one, one that keys it on
+    the values never finds it (no two timed calls share a set). Each call's output is copied as soon as it is
+    timed, so a kernel may write every call into one output buffer of its own."""
     # the warm-up's own inputs are the first buffer (refilled before timed call 0): one trial's inputs fewer
     buffers = [list(warm_inputs)] + [[x.clone() if isinstance(x, torch.Tensor) else x for x in warm_inputs]
                                      for _ in range(ROTATING_BUFFERS - 1)]
     outputs: list[Any] = [None] * runs
-    staging: list[Any] = [None]  # one host buffer for every call (page-locked on a GPU: one DMA per refill)
+    staging: list[Any] = [None, None]  # the judge's staging, mapped: (mapping, its bytes as a tensor)
+    registered = [False]
+    # the sandbox's own clock over what lies inside the judge's clock besides the calls: from a call's inputs
+    # being handed over to their copy being issued, and keeping its outputs (a diagnosis, never believed)
+    around = {"prepared": 0.0, "kept": 0.0}
 
     def prepare(i):
         send(("next", i))
         reply = conn.recv()
         if reply[:2] != ("set", i):
             raise RuntimeError(f"timing: the judge sent {str(reply)[:60]} for call {i}")
-        fd = recv_handle(conn)
-        try:
-            values, staging[0] = read_tensors_into(fd, reply[2], staging[0], pin=device != "cpu")
-        finally:
-            os.close(fd)
+        handed = _perf_counter()
+        values = tensors_in(staging[1], reply[2])
         buffer = buffers[i % ROTATING_BUFFERS]
         for k, value in enumerate(values):
             if isinstance(value, torch.Tensor) and isinstance(buffer[k], torch.Tensor) \
                     and value.shape == buffer[k].shape and value.dtype == buffer[k].dtype:
                 # asynchronous from page-locked memory: the timing's synchronize before the call waits for it
-                buffer[k].copy_(value, non_blocking=True)
+                buffer[k].copy_(value, non_blocking=registered[0])
             elif isinstance(value, torch.Tensor):  # inputs that change shape from call to call: new memory
                 buffer[k] = value.to(device) if device != "cpu" else value.clone()
             else:
                 buffer[k] = value
         del values
+        around["prepared"] += _perf_counter() - handed
 
     def keep(i, out):
+        start = _perf_counter()
         outputs[i] = [t.clone() for t in to_list(out)]
+        around["kept"] += _perf_counter() - start
 
     def handshake():
         send(("warm",))
-        if conn.recv() != ("go",):
+        go = conn.recv()
+        if not (isinstance(go, tuple) and len(go) == 2 and go[0] == "go" and type(go[1]) is int and go[1] > 0):
             raise RuntimeError("timing: the judge did not say go")
+        fd = recv_handle(conn)
+        try:
+            staging[0], staging[1] = map_shared_staging(fd, go[1])
+        finally:
+            os.close(fd)
+        if device != "cpu":  # page-locked in place: each refill is one DMA (unpinned: a slower staged copy)
+            try:
+                registered[0] = int(torch.cuda.cudart().cudaHostRegister(staging[1].data_ptr(), go[1], 0)) == 0
+            except (AttributeError, RuntimeError):
+                registered[0] = False
 
     with torch.no_grad():
         timing = _time_calls(lambda i: model_fn(*buffers[i % ROTATING_BUFFERS]), device, warmup, runs,
                              before_timed=handshake, warm=lambda: model_fn(*buffers[0]), prepare=prepare, keep=keep,
                              after_timed=lambda: conn.send_bytes(_DONE))
+    if registered[0]:
+        torch.cuda.cudart().cudaHostUnregister(staging[1].data_ptr())
     send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total,
-                    "prepared": timing.prepared, "kept": timing.kept}))
+                    **around}))
     msg = conn.recv()
     if msg[0] == "outputs":
         chosen = [outputs[i] for i in msg[1]]

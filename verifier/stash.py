@@ -82,6 +82,13 @@ class TensorStash:
             path, metas, size = self._on_disk[index]
         return read_tensors(path, metas, size)
 
+    def metas(self, index: int) -> list[Any]:
+        """The descriptions of entry `index`'s file (where each tensor's bytes lie). Only entries on disk."""
+        with self._lock:
+            if index not in self._on_disk:
+                raise KeyError(f"stash entry {index} is not on disk")
+            return self._on_disk[index][1]
+
     def open_entry(self, index: int) -> tuple[int, list[Any]]:
         """(a read-only descriptor of entry `index`'s file, which the caller closes; its descriptions) — for a
         sandbox to read that entry itself. Only entries on disk have a file."""

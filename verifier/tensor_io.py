@@ -139,27 +139,72 @@ def _read_checked(path: str | Path, checked: list) -> list[Any]:
     return values
 
 
-def read_tensors_into(fd: int, metas: list[Any], staging: torch.Tensor | None, pin: bool = False) \
-        -> tuple[list[Any], torch.Tensor]:
-    """Tensors described by `metas` (written by write_tensors) from an open descriptor, read with pread (a
-    descriptor shared with another process shares its offset) into `staging`, a host byte buffer that is
-    grown as needed (page-locked when `pin`, so a copy to the GPU from it is one DMA) -> (views of the
-    buffer, valid until its next use; the buffer)."""
-    checked = _checked_all(metas)
-    end = max((c[3] + c[4] for c in checked if isinstance(c, tuple)), default=0)
-    if staging is None or staging.numel() < end:
-        staging = torch.empty(max(end, 1), dtype=torch.uint8, pin_memory=pin)
+def bytes_spanned(metas: list[Any]) -> int:
+    """The end of the last tensor's bytes that `metas` describe (a file or buffer holding them is this long)."""
+    return max((c[3] + c[4] for c in _checked_all(metas) if isinstance(c, tuple)), default=0)
+
+
+def tensors_in(buffer: torch.Tensor, metas: list[Any]) -> list[Any]:
+    """The values `metas` describe, tensors as views of `buffer` (bytes laid out as write_tensors lays out a
+    file), each checked to lie inside it."""
     values = []
-    for item in checked:
+    for item in _checked_all(metas):
         if isinstance(item, dict):
             values.append(item["value"])
             continue
         dtype, shape, stride, offset, nbytes = item
-        span = staging[offset:offset + nbytes]
-        _pread_exactly(fd, memoryview(span.numpy()), offset)
+        if offset + nbytes > buffer.numel():
+            raise TamperedData(f"tensor bytes [{offset}, {offset + nbytes}) outside the {buffer.numel()}-byte buffer")
+        span = buffer[offset:offset + nbytes]
         values.append(span.view(dtype).as_strided(shape, stride) if nbytes else
                       torch.empty_strided(shape, stride, dtype=dtype))
-    return values, staging
+    return values
+
+
+class SharedStaging:
+    """The judge's side of a timing handshake's input buffer: a sealed memfd (it can be neither shrunk nor
+    grown, so a sandbox that maps it cannot make the judge's mapping fault) that the judge fills with one
+    timed call's inputs at a time, off its clock, and the sandbox maps and copies from. Filling it takes the
+    judge a file read; the sandbox then only copies from memory (on a GPU, one DMA from page-locked pages),
+    so what the judge's clock sees around a call no longer includes a disk or page-cache read whose time
+    varies from one sandbox to the next by more than a short call takes."""
+
+    def __init__(self, nbytes: int):
+        import mmap
+        import fcntl
+        self.nbytes = max(nbytes, 1)
+        self.fd = os.memfd_create("kd-timing-inputs", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(self.fd, self.nbytes)
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+            self._map = mmap.mmap(self.fd, self.nbytes)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def fill(self, fd: int, metas: list[Any]) -> None:
+        """Copy the bytes of the tensors `metas` describe from the file `fd` to the same offsets here."""
+        view = memoryview(self._map)
+        try:
+            for item in _checked_all(metas):
+                if isinstance(item, tuple) and item[4]:
+                    if item[3] + item[4] > self.nbytes:
+                        raise TamperedData(f"an input set's bytes end past the {self.nbytes}-byte staging")
+                    _pread_exactly(fd, view[item[3]:item[3] + item[4]], item[3])
+        finally:
+            view.release()
+
+    def close(self) -> None:
+        self._map.close()
+        os.close(self.fd)
+
+
+def map_shared_staging(fd: int, nbytes: int) -> tuple[Any, torch.Tensor]:
+    """The sandbox's side: the judge's staging memfd mapped -> (the mapping, which the caller closes after the
+    tensor is gone; its bytes as a uint8 tensor)."""
+    import mmap
+    mapping = mmap.mmap(fd, nbytes)
+    return mapping, torch.frombuffer(mapping, dtype=torch.uint8, count=nbytes)
 
 
 def nbytes_of(values: list[Any]) -> int:
@@ -181,4 +226,5 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(flat(a), flat(b.to(a.device)))
 
 
-__all__ = ["TamperedData", "write_tensors", "read_tensors", "read_tensors_into", "describe", "nbytes_of", "same_bytes"]
+__all__ = ["TamperedData", "write_tensors", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
+           "map_shared_staging", "describe", "nbytes_of", "same_bytes"]

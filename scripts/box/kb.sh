@@ -13,6 +13,6 @@ rc=0
 timeout -k 10 "$left" python3 -m flows.cli eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
   --level 1 --level 2 -c "$CONFIG" --set home="$KD_HOME" --set evaluate.max_turns=$turns \
   --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=8 \
-  --set verifier.compare_torch_compile=true || rc=$?
+  --set verifier.compare_torch_compile=true 2>&1 | tee "$OUT/kb.log" || rc=$?   # the whole log comes back
 echo "eval rc $rc at $(elapsed) s (124: cut by the call's limit; the same command goes on)"
 pack_home
