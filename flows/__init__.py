@@ -5,6 +5,7 @@ before any of them imports Prefect; a user's own settings win. Without them, Pre
 telemetry heartbeat that fails noisily offline ("database is locked" under a busy pipeline).
 """
 
+import logging
 import os
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -13,3 +14,6 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO")
 os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the project's own INFO lines (a slow reference's phases, a problem scaled down) reach a console set to show INFO
+# (PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO); by default the console shows warnings, as above
+logging.getLogger("kerneldojo").setLevel(logging.INFO)

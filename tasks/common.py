@@ -103,14 +103,37 @@ class StageContext:
         """Problem id -> why its reference cannot run here, for each such problem: each is logged and kept in the
         summary (`left_out`), and the caller leaves it out. A broken reference is the problem's fault, never the
         policy's: it is not judged against, and it does not end the stage."""
+        before, started = self.pool.reference_cost(), time.perf_counter()
         with progress_bar("references (sandboxed)", len(problems)) as advance:
             broken = self.pool.check_references(problems, on_checked=lambda _: advance(1))
+        self._note_reference_cost(len(problems), before, time.perf_counter() - started)
         for problem in problems:
             if problem.id in broken:
                 log.warning("left out %s: %s", problem.name or problem.id, reason_in_brief(broken[problem.id]))
                 self.summary.setdefault("left_out", {})[problem.name or problem.id] = \
                     reason_in_brief(broken[problem.id], 200)
         return broken
+
+    def _note_reference_cost(self, checked: int, before: dict[str, float], seconds: float) -> None:
+        """Where the references' check went (KernelBench at full size: minutes a reference), summed over this
+        run's checks, in its summary (`reference_check`); a long check says it. Each phase is summed over the
+        references run at once, so the phases can add up to more than the wall seconds."""
+        after = self.pool.reference_cost()
+        ran = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
+        entry = self.summary.setdefault("reference_check", {"checked": 0, "ran": 0, "seconds": 0.0,
+                                                            "phase_seconds": {}})
+        ran_now = int(ran.pop("references", 0))
+        entry["checked"] += checked
+        entry["ran"] += ran_now
+        entry["seconds"] = round(entry["seconds"] + seconds, 2)
+        for phase, spent in ran.items():
+            entry["phase_seconds"][phase] = round(entry["phase_seconds"].get(phase, 0.0) + spent, 2)
+        if seconds >= 60 and ran_now:
+            total = ran.pop("total", 0.0)
+            busiest = ", ".join(f"{phase} {spent / ran_now:.1f}"
+                                for phase, spent in sorted(ran.items(), key=lambda kv: -kv[1])[:6])
+            console.print(f"references: {checked} checked in {seconds:.0f} s, {ran_now} run "
+                          f"({total / ran_now:.1f} s each; mean s: {busiest})")
 
     def runnable(self, problems: list[Problem], what: str) -> list[Problem]:
         """`problems` without those whose reference cannot run here (`references_broken`); none left is one error."""
@@ -130,6 +153,8 @@ class StageContext:
             for v in self.pool.verify_many(unique.values(), on_verdict=lambda _: advance(1)):
                 verdicts[v.candidate_id] = v
         self._note_throughput(description, list(verdicts.values()), time.perf_counter() - started)
+        if runs := self.pool.reference_cost():  # all of this run's reference runs so far, checks and verdicts'
+            self.summary["reference_runs"] = {k: round(v, 2) for k, v in runs.items()}
         self.warehouse.add_candidates(self.run_id, [c for _, c in unique.values()])
         r = self.config.reward
         self.warehouse.add_verdicts(self.run_id, [(v, correctness_first_reward(v, r.lam, r.nu_max))

@@ -74,6 +74,10 @@ def test_a_kernelbench_folder_is_evaluated_per_level_without_an_upstream_run(eva
     summary = wh.summary(run_id)
     assert summary["evaluated"] == "teacher:template"
     assert summary["problems"] == 4 and summary["reference_broken"] == 1
+    # where the references' check went: every problem checked, the runnable ones not remembered run
+    check = summary["reference_check"]
+    assert check["checked"] == 5 and 1 <= check["ran"] <= 4 and check["seconds"] > 0
+    assert check["phase_seconds"]["total"] > 0
     metrics = summary["metrics"]
     # the template teacher writes correct kernels for these: correctness is fast_0, at turn 1, per level
     assert metrics["accuracy/turn_1"] == 1.0 == metrics["fast_0/eager/turn_1"]

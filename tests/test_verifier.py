@@ -265,6 +265,31 @@ def test_the_judge_keeps_problems_within_kept_gb_and_checked_references_count(ve
         assert len(pool.judge._in_use) == 1
 
 
+def test_a_reference_check_says_where_its_time_went(verifier_cache):
+    """A KernelBench reference at full size takes minutes to check: the pool sums each reference's phases (the
+    sandbox's making of inputs, forward, scales and writing, the judge's read and keep), so a slow check can be
+    diagnosed; the phases account for the reference's time, and a reference remembered is not counted again."""
+    from verifier.examples import example_problem
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2"]).verifier
+    problems = [example_problem(name, "cpu") for name in ("relu", "square")]
+    with LocalVerifierPool(cfg, verifier_cache) as pool:
+        assert pool.reference_cost() == {}
+        assert pool.check_references(problems) == {}
+        cost = pool.reference_cost()
+        per_reference = [r.cost_seconds for r in pool.judge._references.values()]
+    assert cost["references"] == 2
+    for phase in ("sandbox inputs", "sandbox forward", "sandbox scales", "sandbox write", "judge read", "judge keep"):
+        assert cost[phase] > 0, phase
+    for spent in per_reference:
+        phases = sum(v for k, v in spent.items() if k != "total")
+        assert 0 < phases <= spent["total"] * 1.01  # the sandbox's clock inside the judge's
+    assert cost["total"] == pytest.approx(sum(r["total"] for r in per_reference))
+    with LocalVerifierPool(cfg, verifier_cache) as pool:  # remembered: nothing ran
+        assert pool.check_references(problems) == {}
+        assert pool.reference_cost() == {}
+
+
 def test_a_reference_that_ran_is_remembered_by_the_next_pool_and_a_broken_one_checked_again(tmp_path):
     """An evaluation started over (cut short by a preempted worker or a call's limit) runs no reference that already
     ran under the same settings; broken ones are checked each time (the machine may have been at fault), and a

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections import Counter
 import logging
 import math
 import os
@@ -51,6 +52,7 @@ TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per 
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
+SLOW_REFERENCE_S = 10.0  # a reference check this slow logs where its time went (KernelBench at full size: ~100 s)
 HANG_FACTOR = 50.0  # a candidate's call may take this many times the reference's before it counts as hung
 HANG_FLOOR_S = 2.0  # ... and always this long (first calls load modules; a loaded machine is slower)
 HANG_DATA_FACTOR = 4.0  # ... plus this many times the rest of the reference's trial (making, moving and writing
@@ -186,6 +188,7 @@ class _Reference:
     # trial gets it once on top of its limit (it starts as cold), never multiplied by the hang factors
     output_scales: list[float | None] | None = None  # per output, the largest reassociation scale of the trials
     # (None where any trial had none): what widens the comparison for honest reductions (compare_outputs)
+    cost_seconds: dict[str, float] = field(default_factory=dict)  # where the check's time went, per phase
 
     @property
     def nbytes(self) -> int:
@@ -278,6 +281,8 @@ class Judge:
         self.sandboxes = SandboxFactory(config, self.cache_dir, self.device)
         self._builders: dict[str | None, FastInlineBuilder] = {}
         self._references: dict[tuple[str, int], _Reference] = {}
+        # seconds per phase summed over every reference this judge ran (checks, and runs again after eviction)
+        self.reference_cost: Counter = Counter()
         self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
         self._bandwidth: dict[int, tuple[float, int]] = {}
         self._in_use: OrderedDict[str, int] = OrderedDict()  # problem id -> verdicts that need it, least recent first
@@ -483,14 +488,16 @@ class Judge:
     def _device_str(self, device_index: int) -> str:
         return "cuda" if self.device == "cuda" else "cpu"  # a cuda sandbox sees only its own GPU
 
-    def _reference_trial(self, box: Sandbox, problem: Problem,
-                         index: int) -> tuple[list[Any], list[torch.Tensor], float | None, list[float | None]]:
+    def _reference_trial(self, box: Sandbox, problem: Problem, index: int, cost: Counter | None = None) \
+            -> tuple[list[Any], list[torch.Tensor], float | None, list[float | None]]:
         """One reference trial: its inputs, its expected outputs, its forward's seconds by the sandbox's clock
         (None when the sandbox sent no believable number) and its outputs' reassociation scales (None each where
-        the sandbox sent none believable)."""
+        the sandbox sent none believable). `cost`: seconds added per phase, the sandbox's by its own clock (a
+        diagnosis of a slow reference, never believed for a limit), and the judge's read of the trial's file."""
         seed = trial_seed(problem.id, index, self.base_seed)
         box.send(("trial", index, seed))
         msg = box.receive(self.config.run_timeout_s)
+        read_from = time.perf_counter()
         if msg is None or msg[0] != "trial_out" or len(msg) != 3 or msg[1] != index or not isinstance(msg[2], dict):
             raise ReferenceError(f"problem {problem.name or problem.id}: the reference failed in trial {index}: "
                                  f"{_reference_failure(msg, box)}")
@@ -503,6 +510,14 @@ class Judge:
         n = len(metas["inputs"])
         seconds = metas.get("forward_seconds")
         believable = isinstance(seconds, float) and math.isfinite(seconds) and seconds >= 0
+        if cost is not None:
+            cost["judge read"] += time.perf_counter() - read_from
+            phases = metas.get("phases")
+            told = {**(phases if isinstance(phases, dict) else {}), "forward": seconds if believable else None}
+            for phase in ("inputs", "forward", "scales", "write"):
+                value = told.get(phase)
+                if type(value) is float and math.isfinite(value) and 0 <= value < 1e6:
+                    cost[f"sandbox {phase}"] += value
         scales = metas.get("scales")
         if not (isinstance(scales, list) and len(scales) == len(values) - n
                 and all(x is None or (type(x) is float and math.isfinite(x) and x >= 0) for x in scales)):
@@ -513,7 +528,9 @@ class Judge:
         """The reference's trials, one at a time: each trial's tensors go to the stash (kept in memory while
         small, on disk otherwise) before the next is made."""
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
+        started = time.perf_counter()
         box, init_inputs = self._reference_box(problem, device_index)
+        cost = Counter({"start": time.perf_counter() - started})
         elapsed: list[float] = []
         forwards: list[float | None] = []
         stash = self._stash()
@@ -522,13 +539,14 @@ class Judge:
             trials = []
             for index in range(self.config.trials):
                 start = time.perf_counter()
-                inputs, expected, forward, trial_scales = self._reference_trial(box, problem, index)
+                inputs, expected, forward, trial_scales = self._reference_trial(box, problem, index, cost)
                 forwards.append(forward)
                 scales = trial_scales if index == 0 else [
                     None if a is None or b is None else max(a, b) for a, b in zip(scales, trial_scales)]
                 elapsed.append(time.perf_counter() - start)
                 input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
                 output_bytes = nbytes_of(expected)
+                kept_from = time.perf_counter()
                 expected_digest = digest(expected)
                 entry, sample = None, None  # beyond stored_trials_gb: made again when needed, checked by a sample
                 if stash.nbytes + input_bytes + output_bytes <= stored_bytes:
@@ -542,6 +560,7 @@ class Judge:
                 trials.append(_Trial(index, trial_seed(problem.id, index, self.base_seed), entry, len(inputs),
                                      expected_digest, sample))
                 del inputs, expected
+                cost["judge keep"] += time.perf_counter() - kept_from
             # a candidate's limits scale with the warm trials (the first's start-up is not computation: 50x a
             # contended CUDA context gave a 1 ms problem 20 s to hang in); the first's excess is a cold start's
             warm, warm_forwards = (elapsed[1:], forwards[1:]) if len(elapsed) > 1 else (elapsed, forwards)
@@ -557,17 +576,28 @@ class Judge:
             raise
         finally:
             box.close()
+        reference.cost_seconds = {**cost, "total": time.perf_counter() - started}
+        total = reference.cost_seconds["total"]
+        with self._lock:
+            self.reference_cost.update({**cost, "total": total, "references": 1})
+        log.log(logging.INFO if total >= SLOW_REFERENCE_S else logging.DEBUG,
+                "reference %s: %d trials of %.2f GB in %.1f s (%s)", problem.name or problem.id, len(trials),
+                (input_bytes + output_bytes) / 1e9, total,
+                ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in cost.most_common()))
         return reference
 
     def _remade_trial(self, problem: Problem, device_index: int, trial: _Trial) -> list[Any]:
         """A trial the judge did not keep, made again by a fresh reference sandbox: [*inputs, *expected] (host).
         Its outputs must match what the trial gave the first time (a sample of them, within the tolerance: GPU
         references may sum in a different order each run), or the reference cannot be judged against."""
+        started = time.perf_counter()
         box, _ = self._reference_box(problem, device_index)
         try:
             inputs, expected, _, scales = self._reference_trial(box, problem, trial.index)
         finally:
             box.close()
+        with self._lock:  # a trial too large to keep costs a reference run per candidate: counted apart
+            self.reference_cost.update({"remade trials": 1, "remade seconds": time.perf_counter() - started})
         mismatch = compare_outputs(trial.sample or [], [_spread_sample(t) for t in expected], self.config.tolerance,
                                    scales)
         if mismatch is not None:

@@ -198,6 +198,11 @@ class VerifierPool(ABC):
                 on_checked(pid)
         return broken
 
+    def reference_cost(self) -> dict[str, float]:
+        """Seconds per phase summed over the references this pool ran so far ("references": how many, "total":
+        their seconds), where the pool can see them (its judges are in this process); {} otherwise."""
+        return {}
+
     @abstractmethod
     def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]: ...
 
@@ -245,6 +250,10 @@ class LocalVerifierPool(VerifierPool):
 
     def _submit(self, problem: Problem, candidate: Candidate) -> Future:
         return self._executor.submit(self.judge.verify, problem, candidate, self.devices)
+
+    def reference_cost(self) -> dict[str, float]:
+        with self.judge._lock:
+            return dict(self.judge.reference_cost)
 
     def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]:
         futures = [self._executor.submit(reference_error, self.judge, p) for p in problems]

@@ -10,7 +10,8 @@ gpu_tests
 if [ "$who" = template ]; then source=(--template); turns=1; else source=(--from-run "$who"); turns=3; fi
 left=$(( seconds - $(elapsed) - 30 ))
 rc=0
-timeout -k 10 "$left" python3 -m flows.cli eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
+# INFO on the console: each slow reference's phases (where a full-size reference's minutes go) reach kb.log
+PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO timeout -k 10 "$left" python3 -m flows.cli eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
   --level 1 --level 2 -c "$CONFIG" --set home="$KD_HOME" --set evaluate.max_turns=$turns \
   --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=8 \
   --set verifier.compare_torch_compile=true 2>&1 | tee "$OUT/kb.log" || rc=$?   # the whole log comes back
