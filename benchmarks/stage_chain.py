@@ -63,6 +63,34 @@ def interrupted_run(warehouse, config, stage: str, upstream_run: str) -> str | N
     return latest.id
 
 
+POLICY_STAGES = ("sft", "rft", "warmup_rl", "leap_rl")
+
+
+def forget_lost_policies(steps: list[str], state: dict[str, str], warehouse) -> list[str]:
+    """Steps whose policy a step still to run reads and which this machine no longer has (a lent box taken back
+    keeps the records that came home but not the 100 MB policies): each leaves the state with every step after it,
+    so the chain makes it again instead of failing on a missing folder. Returns the steps forgotten."""
+    from warehouse.store import WarehouseError
+
+    forgotten: list[str] = []
+    while True:
+        needed = [step_parts(s)[1] for s in steps if s not in state]
+        lost = next((u for u in steps if u in needed and u in state and u in POLICY_STAGES
+                     and not _has_policy(warehouse, state[u], WarehouseError)), None)
+        if lost is None:
+            return sorted(forgotten, key=steps.index)
+        for step in steps[steps.index(lost):]:
+            if state.pop(step, None) is not None:
+                forgotten.append(step)
+
+
+def _has_policy(warehouse, run_id: str, missing: type[Exception]) -> bool:
+    try:
+        return warehouse.checkpoint(run_id).exists()
+    except missing:
+        return False
+
+
 RL_START_AND_SAVE_S = 60.0  # an RL stage's seconds beside its time budget: policy load, last step, checkpoint
 
 
@@ -146,6 +174,10 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
     warehouse = Warehouse(Home.of(config).warehouse_path)
     if from_run:
         state = {**stages_done(warehouse, from_run), **state}
+        write_state(state_path, state)
+    if lost := forget_lost_policies(steps, state, warehouse):
+        print(f"[stage_chain] the policies of {lost[0]} are not on this machine: {', '.join(lost)} run again",
+              flush=True)
         write_state(state_path, state)
     side = Beside(state_path, config_path, overrides)
     for step in beside:  # run beside by an earlier command that ended before its results joined the state

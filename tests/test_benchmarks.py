@@ -227,6 +227,44 @@ def test_stage_chain_resumes_an_rl_step_that_a_command_cut_short(tmp_path):
     assert interrupted_run(warehouse, config, "warmup_rl", "rft-a") is None  # done
 
 
+def test_stage_chain_makes_again_a_policy_this_machine_lost_when_a_step_still_needs_it(tmp_path):
+    """A lent box taken back mid-seed: the records came home, the policies did not. The next box's chain runs again
+    the stage whose policy a remaining step reads, and every step after it; policies no remaining step needs, or
+    that are there, are left alone."""
+    from benchmarks.stage_chain import forget_lost_policies
+    from schemas.config import config_hash, load_config
+    from schemas.records import StageStatus
+    from warehouse.store import Warehouse
+
+    warehouse = Warehouse(tmp_path / "warehouse.duckdb")
+
+    def run(stage, parent, on_disk):
+        resolved = load_config(None, [f"home={tmp_path}"]).stage_config(stage)
+        row = warehouse.begin_stage_run(stage, resolved, config_hash(resolved), [parent])
+        policy = tmp_path / row.id / "policy"
+        if on_disk:
+            policy.mkdir(parents=True)
+        warehouse.add_checkpoint(row.id, "final", policy, 0)
+        warehouse.finish_stage_run(row.id, StageStatus.succeeded, None)
+        return row.id
+
+    steps = ["sft", "evaluate@sft", "rft", "evaluate@rft", "warmup_rl"]
+    sft = run("sft", "distill-a", on_disk=False)
+    rft = run("rft", sft, on_disk=False)
+    state = {"distill": "distill-a", "sft": sft, "evaluate@sft": "evaluate-a", "rft": rft}
+    # rft is needed (warmup_rl reads it) and lost; made again, it needs sft, lost too: all from sft run again
+    assert forget_lost_policies(steps, state, warehouse) == ["sft", "evaluate@sft", "rft"]
+    assert state == {"distill": "distill-a"}
+    # a lost policy no remaining step reads stays in the state (its evaluation is done)
+    done = {"distill": "distill-a", "sft": sft, "evaluate@sft": "evaluate-a"}
+    assert forget_lost_policies(["sft", "evaluate@sft"], done, warehouse) == []
+    # a policy that is here is used
+    kept = run("rft", sft, on_disk=True)
+    here = {"distill": "distill-a", "sft": sft, "evaluate@sft": "evaluate-a", "rft": kept}
+    assert forget_lost_policies(steps, here, warehouse) == []
+    assert here["rft"] == kept
+
+
 def test_learning_curve_tables_finished_chains_over_seeds(tmp_path, capsys):
     """`learning_curve --runs`: the table of pipelines run elsewhere (a state file of `stage_chain` each), read
     from the warehouse their records came back in: a row per evaluated stage, mean ± std over the seeds."""
