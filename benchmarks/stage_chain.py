@@ -70,13 +70,11 @@ def forget_lost_policies(steps: list[str], state: dict[str, str], warehouse) -> 
     """Steps whose policy a step still to run reads and which this machine no longer has (a lent box taken back
     keeps the records that came home but not the 100 MB policies): each leaves the state with every step after it,
     so the chain makes it again instead of failing on a missing folder. Returns the steps forgotten."""
-    from warehouse.store import WarehouseError
-
     forgotten: list[str] = []
     while True:
         needed = [step_parts(s)[1] for s in steps if s not in state]
         lost = next((u for u in steps if u in needed and u in state and u in POLICY_STAGES
-                     and not _has_policy(warehouse, state[u], WarehouseError)), None)
+                     and not _has_policy(warehouse, state[u])), None)
         if lost is None:
             return sorted(forgotten, key=steps.index)
         for step in steps[steps.index(lost):]:
@@ -84,10 +82,12 @@ def forget_lost_policies(steps: list[str], state: dict[str, str], warehouse) -> 
                 forgotten.append(step)
 
 
-def _has_policy(warehouse, run_id: str, missing: type[Exception]) -> bool:
+def _has_policy(warehouse, run_id: str) -> bool:
+    from warehouse.store import WarehouseError
+
     try:
         return warehouse.checkpoint(run_id).exists()
-    except missing:
+    except WarehouseError:  # the run recorded no policy at all
         return False
 
 

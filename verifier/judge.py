@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections import Counter
 import logging
 import math
 import os
@@ -25,6 +24,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -282,7 +282,7 @@ class Judge:
         self._builders: dict[str | None, FastInlineBuilder] = {}
         self._references: dict[tuple[str, int], _Reference] = {}
         # seconds per phase summed over every reference this judge ran (checks, and runs again after eviction)
-        self.reference_cost: Counter = Counter()
+        self._reference_cost: Counter = Counter()
         self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
         self._bandwidth: dict[int, tuple[float, int]] = {}
         self._in_use: OrderedDict[str, int] = OrderedDict()  # problem id -> verdicts that need it, least recent first
@@ -369,6 +369,12 @@ class Judge:
             dropped.append(pid)
             excess -= sizes.get(pid, 0)
         return dropped
+
+    def reference_cost(self) -> dict[str, float]:
+        """Seconds per phase summed over every reference this judge ran ("references": how many, "total": their
+        seconds; "remade trials" and "remade seconds": trials too large to keep, made again for a candidate)."""
+        with self._lock:
+            return dict(self._reference_cost)
 
     def check_reference(self, problem: Problem, device_index: int = 0) -> None:
         """Run the problem's reference (raises ReferenceError if it cannot run here); its trials are then kept
@@ -579,7 +585,7 @@ class Judge:
         reference.cost_seconds = {**cost, "total": time.perf_counter() - started}
         total = reference.cost_seconds["total"]
         with self._lock:
-            self.reference_cost.update({**cost, "total": total, "references": 1})
+            self._reference_cost.update({**cost, "total": total, "references": 1})
         log.log(logging.INFO if total >= SLOW_REFERENCE_S else logging.DEBUG,
                 "reference %s: %d trials of %.2f GB in %.1f s (%s)", problem.name or problem.id, len(trials),
                 (input_bytes + output_bytes) / 1e9, total,
@@ -597,7 +603,7 @@ class Judge:
         finally:
             box.close()
         with self._lock:  # a trial too large to keep costs a reference run per candidate: counted apart
-            self.reference_cost.update({"remade trials": 1, "remade seconds": time.perf_counter() - started})
+            self._reference_cost.update({"remade trials": 1, "remade seconds": time.perf_counter() - started})
         mismatch = compare_outputs(trial.sample or [], [_spread_sample(t) for t in expected], self.config.tolerance,
                                    scales)
         if mismatch is not None:

@@ -252,8 +252,7 @@ class LocalVerifierPool(VerifierPool):
         return self._executor.submit(self.judge.verify, problem, candidate, self.devices)
 
     def reference_cost(self) -> dict[str, float]:
-        with self.judge._lock:
-            return dict(self.judge.reference_cost)
+        return self.judge.reference_cost()
 
     def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]:
         futures = [self._executor.submit(reference_error, self.judge, p) for p in problems]
