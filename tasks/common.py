@@ -25,7 +25,7 @@ from schemas.config import PipelineConfig, accepted_parents, config_hash
 from schemas.records import Candidate, Problem, StageStatus, Verdict
 from tasks.prefect_ui import announce_stage_run, mlflow_run_link, prefect_flow_run, publish_summary
 from verifier.analysis import ReferenceAnalyser
-from verifier.pool import VerifierPool, make_pool
+from verifier.pool import ReferenceBroken, VerifierPool, make_pool
 from verifier.reward import correctness_first_reward
 from warehouse.home import Home
 from warehouse.process import Killed
@@ -109,9 +109,7 @@ class StageContext:
         self._note_reference_cost(len(problems), before, time.perf_counter() - started)
         for problem in problems:
             if problem.id in broken:
-                log.warning("left out %s: %s", problem.name or problem.id, reason_in_brief(broken[problem.id]))
-                self.summary.setdefault("left_out", {})[problem.name or problem.id] = \
-                    reason_in_brief(broken[problem.id], 200)
+                self._left_out(problem.name or problem.id, broken[problem.id])
         return broken
 
     def _note_reference_cost(self, checked: int, before: dict[str, float], seconds: float) -> None:
@@ -144,13 +142,21 @@ class StageContext:
                                f"{reason_in_brief(next(iter(broken.values()), ''))}")
         return kept
 
-    def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict]:
-        """Verify in the pool (duplicates judged once), record candidates and verdicts, return in order."""
+    def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict | None]:
+        """Verify in the pool (duplicates judged once), record candidates and verdicts, return in order: None for
+        a pair whose problem's reference broke while it was judged (the problem's fault, not the candidate's: it
+        is logged and kept in the summary's `left_out` like a reference that fails its check, and the caller
+        leaves the problem out)."""
         unique = {c.id: (p, c) for p, c in pairs}
+        names = {p.id: p.name or p.id for p, _ in pairs}
         verdicts: dict[str, Verdict] = {}
         started = time.perf_counter()
         with progress_bar(description, len(unique)) as advance:
-            for v in self.pool.verify_many(unique.values(), on_verdict=lambda _: advance(1)):
+            def broken(b: ReferenceBroken) -> None:
+                advance(1)
+                self._left_out(names[b.problem_id], b.why)
+
+            for v in self.pool.verify_many(unique.values(), on_verdict=lambda _: advance(1), on_broken=broken):
                 verdicts[v.candidate_id] = v
         self._note_throughput(description, list(verdicts.values()), time.perf_counter() - started)
         if runs := self.pool.reference_cost():  # all of this run's reference runs so far, checks and verdicts'
@@ -160,11 +166,21 @@ class StageContext:
         self.warehouse.add_verdicts(self.run_id, [(v, correctness_first_reward(v, r.lam, r.nu_max))
                                                   for v in verdicts.values()])
         for problem, cand in unique.values():
+            if cand.id not in verdicts:
+                continue
             kept = self.samples.setdefault(verdicts[cand.id].category.value, [])
             if len(kept) < SAMPLES_PER_CATEGORY:
                 kept.append({"problem": problem.name or problem.id, "candidate_id": cand.id,
                              "verdict": verdicts[cand.id].model_dump(mode="json"), "source": cand.source})
-        return [verdicts[c.id] for _, c in pairs]
+        return [verdicts.get(c.id) for _, c in pairs]
+
+    def _left_out(self, name: str, why: str) -> None:
+        """A problem left out of the stage because its reference cannot be judged against: logged once, kept in
+        the summary (`left_out`)."""
+        left_out = self.summary.setdefault("left_out", {})
+        if name not in left_out:
+            log.warning("left out %s: %s", name, reason_in_brief(why))
+            left_out[name] = reason_in_brief(why, 200)
 
     def _note_throughput(self, description: str, verdicts: list[Verdict], seconds: float) -> None:
         """Where verification time goes, summed over this run's calls with this description (an RL stage makes

@@ -68,6 +68,8 @@ def run_distill(config: PipelineConfig, from_run: str, pipeline_mlflow_run_id: s
             pairs += [(p, kernel) for p, kernel, _ in chunk]
             pairs += [(p, bug) for p, _, _ in chunk for bug in bugs_of.get(p.id, [])]
         by_id = {c.id: v for (_, c), v in zip(pairs, ctx.verify(pairs, "verify teacher kernels and mutants"))}
+        broken = {p.id for p, c in pairs if by_id[c.id] is None}  # a reference that broke: its problem left out
+        solved = [s for s in solved if s[0].id not in broken]
         verdicts = [by_id[c.id] for _, c, _ in solved]
         verified = [(p, c, completion) for (p, c, completion), v in zip(solved, verdicts) if v.passed]
         rows = {"kernel": [{"id": c.id, "problem_id": p.id, "task": "kernel", "candidate_id": c.id,

@@ -68,6 +68,15 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
 
             summary = evaluate_policy(policy, verify_turn, runnable, cfg, config.verifier.backend, config.seed,
                                       timed=ctx.timed)
+        # a reference that broke while its candidates were judged (a trial made again that differs, its eager
+        # timing failing): left out like those that failed their check, with the reason, not scored
+        evaluated = {r.problem.id for r in summary.rollouts}
+        broken |= {p.id: ctx.pool.broken.get(p.id, "its reference broke while it was judged")
+                   for p in runnable if p.id not in evaluated}
+        runnable = [p for p in runnable if p.id in evaluated]
+        if not runnable:
+            raise RuntimeError(f"every reference of the {len(problems)} problems broke while its candidates were "
+                               f"judged; first: {reason_in_brief(next(iter(broken.values()), ''))}")
         ctx.warehouse.add_eval_results(ctx.run_id, summary.rows)
         metrics = {**summary.metrics, "problems": len(runnable), "problems/reference_broken": len(broken)}
         ctx.mlflow.log_metrics(metrics)

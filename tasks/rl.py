@@ -189,7 +189,8 @@ def _train_in_ranks(stage: str, ctx: StageContext, steps: _Steps, processes: int
             step, parts = payload
             sampled = merge_sampled([part[0] for part in parts])
             result = step_result(sampled, merge_ppo_stats([part[1] for part in parts]),
-                                 max(part[2] for part in parts), plans.pop(step), cfg, step, ctx.run_id)
+                                 max(part[2] for part in parts), cfg, step, ctx.run_id)
+            plans.pop(step)
             with turn:
                 checkpoint, stop = steps.record(step, result, time.perf_counter() - started.pop(step))
                 steps.stopped = stop

@@ -104,6 +104,35 @@ def test_a_reference_that_cannot_run_is_reported_per_problem_not_fatal(evaluatio
                                                                      "level2/1_Abs_then_mean", "level2/2_Large_ReLU"]
 
 
+def test_a_reference_that_breaks_while_its_candidate_is_judged_is_left_out_not_fatal(tmp_path, verifier_cache):
+    """A reference can pass its check and break only while a candidate is judged: here its outputs change from run
+    to run, which shows once its trials (too large to keep: stored_trials_gb) are made again for the candidate.
+    The evaluation goes on: that problem is left out with the reason, in the summary and the table, and is not
+    scored; the other problem is."""
+    import pyarrow.parquet as pq
+
+    root = tmp_path / "KernelBench"
+    (root / "level1").mkdir(parents=True)
+    for name, body in {"1_ReLU": "return torch.relu(x)",
+                       "2_Moody_ReLU": "import time\n        return torch.relu(x) + (time.time_ns() % 999983) * 1e-3"}.items():
+        (root / "level1" / f"{name}.py").write_text(
+            textwrap.dedent(PROBLEM).format(body=body, inputs="return [torch.randn(64, 256)]"))
+    overrides = [f"home={tmp_path / 'home'}", f"verifier.cache_dir={verifier_cache}", "evaluate.policy=template",
+                 "evaluate.problems=kernelbench", f"evaluate.kernelbench_dir={root}", "evaluate.levels=[1]",
+                 "evaluate.max_turns=1", "verifier.timed=false", "verifier.stored_trials_gb=1e-9"]
+    run_id = stage(name="evaluate", overrides=overrides)
+    wh = Warehouse(Home.of(load_config(None, overrides)).warehouse_path)
+    summary = wh.summary(run_id)
+    assert wh.stage_run(run_id).status.value == "succeeded"
+    assert summary["problems"] == 1 and summary["reference_broken"] == 1
+    assert "not deterministic" in summary["left_out"]["level1/2_Moody_ReLU"]
+    assert summary["metrics"]["accuracy/turn_1"] == 1.0
+    assert [r["problem_id"] for r in wh.eval_rows(run_id)] == \
+        [p.id for p in wh.problems(run_id) if p.name == "level1/1_ReLU"]
+    table = pq.read_table(tmp_path / "home" / "artifacts" / run_id / "problems.parquet").to_pylist()
+    assert {r["name"]: bool(r["left_out"]) for r in table} == {"level1/1_ReLU": False, "level1/2_Moody_ReLU": True}
+
+
 def test_a_kernelbench_problem_too_large_for_the_cpu_is_scaled_down_explicitly(evaluation):
     """evaluate.scale_to_mb: the 2 GiB problem is judged at <= 1 MiB, its factor in the table; the others are
     small enough to stay as they are (scale 1)."""

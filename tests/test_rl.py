@@ -112,6 +112,29 @@ def test_leap_rewards_follow_the_configured_reward():
     assert first_turn_only.tolist() == pytest.approx([2.0, -1.0, -1.0, -1.0])  # alpha = 1: only s_1 counts
 
 
+def test_a_group_whose_reference_broke_while_judged_leaves_the_step_whole():
+    """A verdict of None (the problem's reference broke while its candidate was judged) takes that rollout's whole
+    group out, the groups left renumbered in order: rewards, the DCP gate and the step's trajectories still see
+    whole groups of G, and the step's metrics count the groups that stayed."""
+    from training.rl import Sampled, step_result
+    from training.rollout import without_unjudgeable
+
+    problems = [Problem(id=f"p{g}", source="test", reference="# ref") for g in range(3)]
+    rollouts = [_rollout(problems[g], g, i, [g == 2 or i == 0]) for g in range(3) for i in range(2)]
+    verdicts = {id(r): (None if r.group == 1 and r.index == 1 else r.turns[0].verdict) for r in rollouts}
+    kept = without_unjudgeable(rollouts, verdicts)
+    assert [(r.problem.id, r.group, r.index) for r in kept] == [("p0", 0, 0), ("p0", 0, 1), ("p2", 1, 0), ("p2", 1, 1)]
+    assert without_unjudgeable(kept, {id(r): r.turns[0].verdict for r in kept}) == kept  # nothing None: unchanged
+    config = LeapRLConfig(group_size=2, max_turns=1, reward="rank")
+    rewards, ranks = leap_rewards(kept, config, RewardConfig(), len(kept) // config.group_size)
+    assert rewards.shape == (2, 2)
+    result = step_result(Sampled(kept, rewards, rewards - rewards.mean(-1, keepdim=True), ranks, 0.0, 0.0),
+                         {"loss": 0.0}, 0.0, config, step=0, run_key="run")
+    assert [tr.problem_id for tr in result.trajectories] == ["p0", "p0", "p2", "p2"]
+    assert len({tr.group_id for tr in result.trajectories}) == 2
+    assert result.metrics["dcp/activated_groups_pct"] == 0.0 and result.metrics["pass_rate/turn_1"] == 0.75
+
+
 def test_repair_buffer_is_a_bounded_fifo_fed_by_all_failed_groups():
     other = Problem(id="q", source="test", reference="# q")
     buffer = RepairBuffer(capacity=2)

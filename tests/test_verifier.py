@@ -356,12 +356,7 @@ def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their
         assert judge.verify(problem(), candidate("correct")).category == V.passed
         assert judge.verify(problem(), candidate("wrong_output")).category == V.wrong_output
         # a reference whose outputs change between runs of the same trial cannot be judged against
-        moody = problem().reference.replace("return torch.sigmoid(x) * self.w", """import time
-        return torch.sigmoid(x) * self.w + (time.time_ns() % 999983) * 1e-3""")
-        assert moody != problem().reference
-        from schemas.records import Problem
-
-        odd = Problem(id=Problem.make_id(moody), source="test", reference=moody, name="moody")
+        odd = moody_problem()
         judge.reference(odd, 0)
         with pytest.raises(Exception, match="not deterministic"):
             judge.verify(odd, candidate("correct"))
@@ -372,6 +367,45 @@ def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their
         assert judge.verify(jittery, candidate("correct")).category == V.passed
     finally:
         judge.close()
+
+
+def moody_problem() -> Problem:
+    """problem() with outputs that change between runs of the same trial: a reference that cannot be judged
+    against once its trials are made again."""
+    moody = problem().reference.replace("return torch.sigmoid(x) * self.w", """import time
+        return torch.sigmoid(x) * self.w + (time.time_ns() % 999983) * 1e-3""")
+    assert moody != problem().reference
+    return Problem(id=Problem.make_id(moody), source="test", reference=moody, name="moody")
+
+
+def test_a_reference_that_breaks_while_judged_loses_its_problem_not_the_batch(verifier_cache, tmp_path):
+    """A reference can pass its check and break later, while a candidate is judged (a trial made again differs,
+    its eager timing fails): the pool answers no verdict for that pair, caches nothing for it, names the problem in
+    `broken` and judges no more of its pairs; the rest of the batch gets its verdicts as usual."""
+    from verifier.reference import ReferenceError
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2", "verifier.stored_trials_gb=1e-9",
+                             "verifier.timed=false", f"verifier.cache_dir={tmp_path}"]).verifier
+    moody = moody_problem()
+    moody_candidate = Candidate(id=Candidate.make_id(moody.id, candidate("correct").source, "cpu"),
+                                problem_id=moody.id, source=candidate("correct").source, backend="cpu")
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        assert pool.check_references([moody, problem()]) == {}  # each trial runs once: nothing to tell yet
+        told = []
+        verdicts = list(pool.verify_many([(moody, moody_candidate), (problem(), candidate("correct"))],
+                                         on_broken=told.append))
+        assert [(v.problem_id, v.category) for v in verdicts] == [(problem().id, V.passed)]
+        assert [(b.problem_id, b.candidate_id) for b in told] == [(moody.id, moody_candidate.id)]
+        assert "not deterministic" in told[0].why and pool.broken == {moody.id: told[0].why}
+        remade = pool.reference_cost()["remade trials"]
+        told.clear()
+        assert list(pool.verify_many([(moody, moody_candidate)], on_broken=told.append)) == []
+        assert len(told) == 1 and pool.reference_cost()["remade trials"] == remade  # not judged again
+        with pytest.raises(ReferenceError, match="not deterministic"):
+            pool.verify(moody, moody_candidate)
+    with LocalVerifierPool(cfg, tmp_path) as pool:  # a later pool: the good verdict cached, the broken pair not
+        assert pool.verify(problem(), candidate("correct")).cached
+        assert pool.cache.get(pool.cache.key(moody, moody_candidate, cfg, 0)) is None
 
 
 def test_untimed_verdicts_judge_correctness_alone(verifier_cache):

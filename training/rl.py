@@ -421,7 +421,7 @@ def warmup_sample(engine: RolloutEngine, verify: VerifyBatch, tasks: list[Task],
     rollouts = multi_turn_rollouts(engine, _timed(verify, times), tasks, config.group_size, 1, config.generation,
                                    backend, seed, origin="warmup_rl", on_progress=on_progress)
     rewards = torch.tensor([correctness_first_reward(r.turns[0].verdict, reward.lam, reward.nu_max)
-                            for r in rollouts]).view(len(tasks), config.group_size)
+                            for r in rollouts]).view(-1, config.group_size)  # groups of broken problems left out
     advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
     return _sampled(rollouts, rewards, advantages, [None] * len(rollouts), started, times)
 
@@ -440,15 +440,18 @@ def leap_sample(engine: RolloutEngine, verify: VerifyBatch, tasks: list[Task], c
     rollouts = multi_turn_rollouts(engine, _timed(verify, times), tasks, config.group_size, config.max_turns,
                                    config.generation, backend, seed, origin="leap_rl", gate=gate,
                                    on_progress=on_progress)
-    rewards, ranks = leap_rewards(rollouts, config, reward, len(tasks))
+    rewards, ranks = leap_rewards(rollouts, config, reward, len(rollouts) // config.group_size)
     advantages = ADV_ESTIMATORS["grpo"](rewards, config.adv_eps)
     return _sampled(rollouts, rewards, advantages, ranks, started, times)
 
 
-def step_result(sampled: Sampled, ppo_stats: dict[str, float], train_seconds: float, tasks: list[Task],
+def step_result(sampled: Sampled, ppo_stats: dict[str, float], train_seconds: float,
                 config: WarmupRLConfig | LeapRLConfig, step: int, run_key: str) -> StepResult:
-    """The step's metrics and trajectories, from its (merged) sample and the update's statistics."""
-    rollouts, n_tasks = sampled.rollouts, len(tasks)
+    """The step's metrics and trajectories, from its (merged) sample and the update's statistics. The sample's
+    groups are its tasks' in order, less those of problems whose reference broke while judged (left out whole)."""
+    rollouts = sampled.rollouts
+    tasks = [r.task for r in rollouts[::config.group_size]]
+    n_tasks = len(tasks)
     max_turns = getattr(config, "max_turns", 1)
     metrics = {**_common_metrics(rollouts, max_turns), **{f"ppo/{k}": v for k, v in ppo_stats.items()}}
     if isinstance(config, LeapRLConfig):
@@ -484,7 +487,7 @@ def warmup_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBat
     """Single-turn GRPO (`warmup_sample`) and its PPO-clip update."""
     sampled = warmup_sample(engine, verify, tasks, config, reward, backend, seed, on_progress)
     stats, seconds = train_on(trainer, sampled, config)
-    return step_result(sampled, stats, seconds, tasks, config, step, run_key)
+    return step_result(sampled, stats, seconds, config, step, run_key)
 
 
 def leap_rewards(rollouts: list[Rollout], config: LeapRLConfig, reward: RewardConfig,
@@ -512,7 +515,7 @@ def leap_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch
     """LEAP (`leap_sample`) and its PPO-clip update with per-turn advantages (§3.3)."""
     sampled = leap_sample(engine, verify, tasks, config, reward, backend, seed, on_progress)
     stats, seconds = train_on(trainer, sampled, config)
-    return step_result(sampled, stats, seconds, tasks, config, step, run_key)
+    return step_result(sampled, stats, seconds, config, step, run_key)
 
 
 def sample_problems(problems: list[Problem], n: int, step: int, seed: int) -> list[Problem]:

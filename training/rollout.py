@@ -19,7 +19,9 @@ from schemas.config import GenerationConfig
 from schemas.records import Candidate, Problem, Verdict
 from training.prompts import extract_code, feedback_message, prompt_messages
 
-VerifyBatch = Callable[[list[tuple[Problem, Candidate]]], list[Verdict]]
+# a verdict per pair, in order; None where the pair's problem cannot be judged (its reference broke while the
+# candidate was judged: the problem's fault, not the candidate's), and the rollouts leave that problem's group out
+VerifyBatch = Callable[[list[tuple[Problem, Candidate]]], list[Verdict | None]]
 
 
 @dataclass
@@ -193,6 +195,20 @@ class Rollout:
         return bool(self.turns) and not self.turns[-1].verdict.passed
 
 
+def without_unjudgeable(rollouts: list[Rollout], verdicts: dict[int, Verdict | None]) -> list[Rollout]:
+    """`rollouts` without every group in which a rollout's latest candidate got no verdict (`verdicts`: id(rollout)
+    -> its verdict this turn), the groups left numbered 0, 1, ... in their order: a problem whose reference breaks
+    is left out whole, so each group that stays still has all its G rollouts for its advantage and its gate."""
+    lost = {r.group for r in rollouts if id(r) in verdicts and verdicts[id(r)] is None}
+    if not lost:
+        return rollouts
+    kept = [r for r in rollouts if r.group not in lost]
+    renumbered = {g: i for i, g in enumerate(dict.fromkeys(r.group for r in kept))}
+    for r in kept:
+        r.group = renumbered[r.group]
+    return kept
+
+
 def _candidate(problem: Problem, generation: Generation, backend: str, turn: int, parent: str | None,
                origin: str) -> Candidate:
     source = extract_code(generation.text) or generation.text
@@ -238,10 +254,14 @@ def chat_rollouts(policy: ChatPolicy, verify: VerifyBatch, problems: list[Proble
         cands = [_candidate(r.problem, gen, backend, turn, r.turns[-1].candidate.id if r.turns else None, origin)
                  for r, gen in zip(active, gens)]
         verdicts = verify([(r.problem, c) for r, c in zip(active, cands)])
+        by_rollout = {id(r): v for r, v in zip(active, verdicts)}
         for r, gen, cand, verdict in zip(active, gens, cands, verdicts):
-            r.turns.append(TurnRecord(cand, verdict, gen))
+            if verdict is not None:
+                r.turns.append(TurnRecord(cand, verdict, gen))
             r.gated = True
-        active = [r for r in active if r.last_failed]
+        rollouts = without_unjudgeable(rollouts, by_rollout)
+        kept = {id(r) for r in rollouts}
+        active = [r for r in active if id(r) in kept and r.last_failed]
         if not active or turn == max_turns - 1:
             break
         for r in active:
@@ -278,11 +298,14 @@ def multi_turn_rollouts(engine: RolloutEngine, verify: VerifyBatch, tasks: list[
             r.tokens += gen.token_ids
             r.turn_ids += [turn] * len(gen.token_ids)
             r.rollout_logprobs += gen.logprobs or [0.0] * len(gen.token_ids)
-            r.turns.append(TurnRecord(cand, verdict, gen))
+            if verdict is not None:
+                r.turns.append(TurnRecord(cand, verdict, gen))
+        rollouts = without_unjudgeable(rollouts, {id(r): v for r, v in zip(active, verdicts)})
         if turn == 0:
+            groups = len(rollouts) // group_size
             failed = torch.tensor([[not r.turns[0].verdict.passed for r in rollouts[g * group_size:(g + 1) * group_size]]
-                                   for g in range(len(tasks))], dtype=torch.bool)
-            opened = gate(failed) if gate is not None else torch.ones(len(tasks), dtype=torch.bool)
+                                   for g in range(groups)], dtype=torch.bool).view(groups, group_size)
+            opened = gate(failed) if gate is not None else torch.ones(groups, dtype=torch.bool)
             for r in rollouts:
                 r.gated = bool(opened[r.group])
         active = [r for r in rollouts if r.gated and r.last_failed]

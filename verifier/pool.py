@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from abc import ABC, abstractmethod
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -134,6 +135,26 @@ def import_verdicts(cache_dir: str | Path, source: str | Path) -> int:
     return len(entries)
 
 
+@dataclass(frozen=True)
+class ReferenceBroken:
+    """A judgement that found its problem's reference failing (a trial made again that differs from the first
+    time, the eager timing failing, the judge's disk too full to keep its trials): the problem's fault, so no
+    verdict for the candidate."""
+
+    problem_id: str
+    candidate_id: str
+    why: str
+
+
+def judged(judge: Judge, problem: Problem, candidate: Candidate, devices: Devices | None = None) \
+        -> Verdict | ReferenceBroken:
+    """`judge.verify`, with a reference that breaks during the judgement answered as `ReferenceBroken`."""
+    try:
+        return judge.verify(problem, candidate, devices)
+    except ReferenceError as exc:
+        return ReferenceBroken(problem.id, candidate.id, str(exc))
+
+
 class VerifierPool(ABC):
     """Streams verdicts for (problem, candidate) pairs: cached ones at once, the rest as judged."""
 
@@ -143,17 +164,30 @@ class VerifierPool(ABC):
         self.base_seed = base_seed
         self.cache = VerdictCache.of_home(self.cache_dir)
         self.calls = 0  # verifier calls made, cache hits included
+        # problem id -> why its reference broke during a judgement: its later pairs are not judged
+        self.broken: dict[str, str] = {}
 
     def verify(self, problem: Problem, candidate: Candidate) -> Verdict:
-        return next(iter(self.verify_many([(problem, candidate)])))
+        """One verdict; a reference that cannot be judged against raises ReferenceError."""
+        for verdict in self.verify_many([(problem, candidate)]):
+            return verdict
+        raise ReferenceError(self.broken[problem.id])
 
     def verify_many(self, pairs: Iterable[tuple[Problem, Candidate]],
-                    on_verdict: Callable[[Verdict], None] | None = None) -> Iterator[Verdict]:
-        """Yield one verdict per pair, in completion order (match them by `candidate_id`)."""
+                    on_verdict: Callable[[Verdict], None] | None = None,
+                    on_broken: Callable[[ReferenceBroken], None] | None = None) -> Iterator[Verdict]:
+        """Yield one verdict per pair, in completion order (match them by `candidate_id`) — except for a pair
+        whose problem's reference broke, during this call or an earlier one (`self.broken`): no verdict, nothing
+        cached, `on_broken` told (a broken reference is the problem's fault, never the candidate's: callers
+        leave the problem out). The rest of the batch is judged as usual."""
         keys: dict[str, str] = {}
         handles = []
         for problem, candidate in pairs:
             self.calls += 1
+            if problem.id in self.broken:
+                if on_broken:
+                    on_broken(ReferenceBroken(problem.id, candidate.id, self.broken[problem.id]))
+                continue
             key = self.cache.key(problem, candidate, self.config, self.base_seed)
             cached = self.cache.get(key) if self.config.use_cache else None
             if cached is not None:
@@ -165,6 +199,11 @@ class VerifierPool(ABC):
             keys[candidate.id] = key
             handles.append(self._submit(problem, candidate))
         for verdict in self._completed(handles):
+            if isinstance(verdict, ReferenceBroken):
+                self.broken.setdefault(verdict.problem_id, verdict.why)
+                if on_broken:
+                    on_broken(verdict)
+                continue
             if self.config.use_cache:
                 self.cache.put(keys[verdict.candidate_id], verdict)
             if on_verdict:
@@ -210,7 +249,7 @@ class VerifierPool(ABC):
     def _submit(self, problem: Problem, candidate: Candidate): ...
 
     @abstractmethod
-    def _completed(self, handles: list) -> Iterator[Verdict]: ...
+    def _completed(self, handles: list) -> Iterator[Verdict | ReferenceBroken]: ...
 
     def close(self) -> None:
         pass
@@ -249,7 +288,7 @@ class LocalVerifierPool(VerifierPool):
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="verifier")
 
     def _submit(self, problem: Problem, candidate: Candidate) -> Future:
-        return self._executor.submit(self.judge.verify, problem, candidate, self.devices)
+        return self._executor.submit(judged, self.judge, problem, candidate, self.devices)
 
     def reference_cost(self) -> dict[str, float]:
         return self.judge.reference_cost()
@@ -259,7 +298,7 @@ class LocalVerifierPool(VerifierPool):
         for problem, future in zip(problems, futures):
             yield problem.id, future.result()
 
-    def _completed(self, handles: list[Future]) -> Iterator[Verdict]:
+    def _completed(self, handles: list[Future]) -> Iterator[Verdict | ReferenceBroken]:
         pending = set(handles)
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)

@@ -10,12 +10,13 @@ dies every time is a harness error for the batch, never a verdict.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict
-from verifier.pool import VerifierPool
+from verifier.pool import ReferenceBroken, VerifierPool
 
 
 def _require_ray():
@@ -33,9 +34,14 @@ class _JudgeActor:
         self.judge = Judge(VerifierConfig.model_validate_json(config_json), cache_dir, base_seed)
 
     def verify(self, problem_json: str, candidate_json: str) -> str:
+        from verifier.pool import judged
+
         problem = Problem.model_validate_json(problem_json)
         candidate = Candidate.model_validate_json(candidate_json)
-        return self.judge.verify(problem, candidate).model_dump_json()
+        outcome = judged(self.judge, problem, candidate)
+        if isinstance(outcome, Verdict):
+            return outcome.model_dump_json()
+        return json.dumps({"reference_broken": [outcome.problem_id, outcome.candidate_id, outcome.why]})
 
     def reference_error(self, problem_json: str) -> str | None:
         from verifier.pool import reference_error
@@ -76,14 +82,15 @@ class RayVerifierPool(VerifierPool):
         errors = self._pool.map(lambda a, p: a.reference_error.remote(p.model_dump_json()), problems)
         yield from zip((p.id for p in problems), errors)
 
-    def _completed(self, handles: list) -> Iterator[Verdict]:
+    def _completed(self, handles: list) -> Iterator[Verdict | ReferenceBroken]:
         for _ in handles:
             try:
                 payload = self._pool.get_next_unordered()
             except self._ray.exceptions.RayActorError as exc:
                 raise RuntimeError(f"a verifier worker died {TASK_RETRIES + 1} times judging one candidate (the "
                                    f"verdicts before it are cached: re-running the stage keeps them): {exc}") from None
-            yield Verdict.model_validate_json(payload)
+            broken = json.loads(payload).get("reference_broken")
+            yield ReferenceBroken(*broken) if broken else Verdict.model_validate_json(payload)
 
     def close(self) -> None:
         try:  # the judges stop their spare sandboxes and remove their homes; then the actors go
