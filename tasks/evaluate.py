@@ -22,7 +22,7 @@ from schemas.config import EvaluateConfig, PipelineConfig
 from schemas.records import Problem
 from tasks.common import StageContext, log, progress_bar, reason_in_brief, stage_run
 from tasks.plots import close, line_chart
-from training.evaluation import FAST_P, EvalSummary, evaluate_policy, level_of
+from training.evaluation import FAST_P, EvalSummary, evaluate_policy, level_of, summarize_evaluation
 from training.model import load_policy, resolve_device
 from training.rollout import HFRolloutEngine
 from verifier.analysis import AnalysisError
@@ -46,16 +46,6 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         # an evaluation of a stage in untimed_after judges correctness only (set before the pool is first used)
         ctx.untimed = cfg.policy == "run" and who.split(":")[0] in cfg.untimed_after
         problems = _problems(ctx, cfg, from_run)
-        broken = ctx.references_broken(problems)
-        runnable = [p for p in problems if p.id not in broken]
-        ctx.log_problems(runnable, ctx.run_id if cfg.problems == "kernelbench" else
-                         ctx.warehouse.ancestor(from_run, "hints").id, "evaluation")
-        if not runnable:
-            hint = " (KernelBench at full size needs tens of GB a problem: on the cpu backend, scale it down with " \
-                "--set evaluate.scale_to_mb=64)" if cfg.problems == "kernelbench" and not cfg.scale_to_mb and \
-                config.verifier.backend == "cpu" else ""
-            raise RuntimeError(f"none of the {len(problems)} problems has a reference that runs here{hint}; first: "
-                               f"{reason_in_brief(next(iter(broken.values()), ''))}")
         # evaluates: the stage (sft, ..., leap_rl) or the kind of policy (model, endpoint, template); policy: which
         ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
                              "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg),
@@ -66,17 +56,24 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
                 turn_done(1)
                 return verdicts
 
-            summary = evaluate_policy(policy, verify_turn, runnable, cfg, config.verifier.backend, config.seed,
+            summary = evaluate_policy(policy, verify_turn, problems, cfg, config.verifier.backend, config.seed,
                                       timed=ctx.timed)
-        # a reference that broke while its candidates were judged (a trial made again that differs, its eager
-        # timing failing): left out like those that failed their check, with the reason, not scored
-        evaluated = {r.problem.id for r in summary.rollouts}
-        broken |= {p.id: ctx.pool.broken.get(p.id, "its reference broke while it was judged")
-                   for p in runnable if p.id not in evaluated}
-        runnable = [p for p in runnable if p.id in evaluated]
+        # The references are checked after the judging, not before: each ran as its problem's first candidate was
+        # judged (a KernelBench level-1 reference at full size is GBs of trials, which the judge had dropped again
+        # long before the candidates came when every reference was checked first: each ran twice), so only those
+        # no candidate reached (compile errors, refusals) run now, and which problems are left out does not
+        # depend on the policy. A reference that broke while judged, or fails its check, is left out, not scored.
+        broken = {**ctx.pool.broken, **ctx.references_broken([p for p in problems if p.id not in ctx.pool.broken])}
+        runnable = [p for p in problems if p.id not in broken]
         if not runnable:
-            raise RuntimeError(f"every reference of the {len(problems)} problems broke while its candidates were "
-                               f"judged; first: {reason_in_brief(next(iter(broken.values()), ''))}")
+            hint = " (KernelBench at full size needs tens of GB a problem: on the cpu backend, scale it down with " \
+                "--set evaluate.scale_to_mb=64)" if cfg.problems == "kernelbench" and not cfg.scale_to_mb and \
+                config.verifier.backend == "cpu" else ""
+            raise RuntimeError(f"none of the {len(problems)} problems has a reference that runs here{hint}; first: "
+                               f"{reason_in_brief(next(iter(broken.values()), ''))}")
+        ctx.log_problems(runnable, ctx.run_id if cfg.problems == "kernelbench" else
+                         ctx.warehouse.ancestor(from_run, "hints").id, "evaluation")
+        summary = summarize_evaluation([r for r in summary.rollouts if r.problem.id not in broken], cfg, ctx.timed)
         ctx.warehouse.add_eval_results(ctx.run_id, summary.rows)
         metrics = {**summary.metrics, "problems": len(runnable), "problems/reference_broken": len(broken)}
         ctx.mlflow.log_metrics(metrics)

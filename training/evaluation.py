@@ -32,6 +32,12 @@ def evaluate_policy(policy: RolloutEngine | ChatPolicy, verify: VerifyBatch, pro
         rollouts = multi_turn_rollouts(policy, verify, problems, config.samples_per_problem, config.max_turns,
                                        config.generation, backend, seed, origin="evaluate", gate=None,
                                        on_progress=on_progress)
+    return summarize_evaluation(rollouts, config, timed)
+
+
+def summarize_evaluation(rollouts: list[Rollout], config: EvaluateConfig, timed: bool = True) -> EvalSummary:
+    """The rows and metrics of judged rollouts (`evaluate_policy`'s, or those of the problems left after some
+    were left out), overall and per KernelBench level."""
     rows = [{"problem_id": r.problem.id, "sample": r.index, "turn": t + 1, "candidate_id": turn.candidate.id,
              "category": turn.verdict.category.value, "passed": turn.verdict.passed,
              "speedup": turn.verdict.speedup_vs_eager}

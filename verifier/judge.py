@@ -281,6 +281,7 @@ class Judge:
         self.sandboxes = SandboxFactory(config, self.cache_dir, self.device)
         self._builders: dict[str | None, FastInlineBuilder] = {}
         self._references: dict[tuple[str, int], _Reference] = {}
+        self._ran: set[str] = set()  # problems whose reference ran here at least once (kept or dropped since)
         # seconds per phase summed over every reference this judge ran (checks, and runs again after eviction)
         self._reference_cost: Counter = Counter()
         self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
@@ -475,7 +476,14 @@ class Judge:
         with self._once(("reference", *key)):
             if key not in self._references:
                 self._references[key] = self._run_reference(problem, device_index)
+                with self._lock:
+                    self._ran.add(problem.id)
             return self._references[key]
+
+    def reference_ran(self, problem_id: str) -> bool:
+        """Whether this problem's reference ran here (for a check or a verdict), its trials kept or dropped since."""
+        with self._lock:
+            return problem_id in self._ran
 
     def _reference_box(self, problem: Problem, device_index: int, processes: bool = False) -> tuple[Sandbox, list]:
         box = self.sandboxes.start("reference", device_index, processes=processes)

@@ -220,10 +220,16 @@ class VerifierPool(ABC):
         short and started over (a KernelBench level at full size outlasts a preemptible worker) repeats neither
         its verdicts nor its references' trials — each is remembered as soon as it ran, so a check cut short
         keeps what it did. Failures are always checked again: they may be the machine's. `on_checked(problem id)`
-        after each problem (a progress bar's advance)."""
+        after each problem (a progress bar's advance). A reference this pool already ran for a verdict counts as
+        checked (an evaluation judges first and checks after, so a reference too large to keep runs once, not
+        once for its check and again for its candidates)."""
         problems = list(problems)
         by_id = {p.id: p for p in problems}
-        known = {p.id for p in problems if self.config.use_cache and self.cache.reference_ran(p, self.config)}
+        ran_here = {p.id for p in problems if self._ran_here(p.id)}
+        for pid in ran_here:
+            if self.config.use_cache:
+                self.cache.remember_reference_ran(by_id[pid], self.config)
+        known = ran_here | {p.id for p in problems if self.config.use_cache and self.cache.reference_ran(p, self.config)}
         for pid in known:
             if on_checked:
                 on_checked(pid)
@@ -241,6 +247,10 @@ class VerifierPool(ABC):
         """Seconds per phase summed over the references this pool ran so far ("references": how many, "total":
         their seconds), where the pool can see them (its judges are in this process); {} otherwise."""
         return {}
+
+    def _ran_here(self, problem_id: str) -> bool:
+        """Whether this pool ran the problem's reference already (False where it cannot see its judges)."""
+        return False
 
     @abstractmethod
     def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]: ...
@@ -292,6 +302,9 @@ class LocalVerifierPool(VerifierPool):
 
     def reference_cost(self) -> dict[str, float]:
         return self.judge.reference_cost()
+
+    def _ran_here(self, problem_id: str) -> bool:
+        return self.judge.reference_ran(problem_id)
 
     def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]:
         futures = [self._executor.submit(reference_error, self.judge, p) for p in problems]
