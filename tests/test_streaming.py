@@ -56,6 +56,38 @@ def test_stash_keeps_small_entries_in_memory_and_large_ones_on_disk(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+def test_a_stash_entry_the_disk_cannot_hold_leaves_no_half_file(tmp_path):
+    """A disk that fills while an entry is written (here: a file-size limit, EFBIG, as ENOSPC would be): the
+    entry is refused with an OSError (the judge then makes that trial again for each candidate rather than keep
+    it), nothing of it stays on disk, and the stash keeps working for what fits."""
+    import subprocess
+    import sys
+
+    script = """
+import resource, signal, sys, torch
+from pathlib import Path
+from verifier.stash import TensorStash
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+stash = TensorStash(Path(sys.argv[1]), memory_bytes=0)
+try:
+    stash.append([torch.zeros(1 << 20)])  # 4 MiB: past what this disk takes
+    print("kept")
+except OSError as exc:
+    print("refused", exc.errno)
+small = stash.append([torch.ones(16)])
+from verifier.tensor_io import nbytes_of
+print(len(list(Path(sys.argv[1]).iterdir())), stash.get(small)[0].sum().item(),
+      stash.nbytes == nbytes_of([torch.ones(16)]))  # the refused entry counts for nothing
+"""
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    import errno
+
+    assert out.stdout.split() == ["refused", str(errno.EFBIG), "1", "16.0", "True"]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not KL_DIV.exists(), reason="needs ../shared/kernelbench")
 def test_a_2_gib_trial_is_judged_at_full_size_with_one_trials_memory(tmp_path):

@@ -566,10 +566,10 @@ class Judge:
                 if stash.nbytes + input_bytes + output_bytes <= stored_bytes:
                     try:
                         entry = stash.append([*inputs, *(t.to(device) for t in expected)])
-                    except OSError as exc:  # the judge's disk is full: this problem cannot be judged here now
-                        raise ReferenceError(f"problem {problem.name or problem.id}: the judge could not keep its "
-                                             f"reference trials ({exc})") from exc
-                else:
+                    except OSError as exc:  # the judge's disk is full: the machine's limit, not the problem's
+                        log.warning("problem %s: trial %d not kept, made again for each candidate (%s)",
+                                    problem.name or problem.id, index, exc)
+                if entry is None:
                     sample = [_spread_sample(t) for t in expected]
                 trials.append(_Trial(index, trial_seed(problem.id, index, self.base_seed), entry, len(inputs),
                                      expected_digest, sample))

@@ -57,7 +57,8 @@ class TensorStash:
         return len(self._on_disk)
 
     def append(self, values: list[Any]) -> int:
-        """Keep `values` (host tensors are kept as they are; the caller gives up its references) -> its index."""
+        """Keep `values` (host tensors are kept as they are; the caller gives up its references) -> its index.
+        OSError where its file cannot be written (the disk is full): nothing of it is kept, its index unused."""
         size = nbytes_of(values)
         with self._lock:
             index = self._count
@@ -68,7 +69,11 @@ class TensorStash:
                 return index
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
-        metas = write_tensors(path, values)  # device tensors are written from host copies
+        try:
+            metas = write_tensors(path, values)  # device tensors are written from host copies
+        except BaseException:  # a disk that filled mid-write (ENOSPC, EFBIG) keeps no half entry
+            path.unlink(missing_ok=True)
+            raise
         os.chmod(path, 0o400)  # nobody writes it again (a sandbox handed it reads it only, and runs as another uid)
         with self._lock:
             self._on_disk[index] = (path, metas, size)
