@@ -250,6 +250,27 @@ def cuda_attacks(secret_file: str, cache_dir: str) -> dict[str, tuple[Candidate,
     }
 
 
+def test_cuda_attacks_that_break_the_reference_beside_them_are_their_own_failure(verifier_cache):
+    """A candidate that holds the GPU's memory, so that the reference's trial made again beside it (trials too
+    large to keep: KernelBench at full size) runs out of memory: before, that was a ReferenceError (the stage
+    failed; then, the problem left out: a candidate could make its problem vanish, no penalty and a smaller
+    denominator). Now the reference is run again alone, runs, and the candidate gets a failing verdict of its
+    own; the problem still judges an honest candidate."""
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=20", "verifier.use_cache=false",
+                             "verifier.stored_trials_gb=1e-9", "verifier.trials=2", "verifier.spare_sandboxes=0"]
+                      ).verifier
+    hog = cuda_candidate(extra="import torch\n_held = torch.empty(int(torch.cuda.mem_get_info()[0] * 0.97), "
+                               "dtype=torch.uint8, device='cuda')\n")
+    judge = Judge(cfg, verifier_cache)
+    problem = example_problem("scale_shift", "cuda")
+    try:
+        verdict = judge.verify(problem, hog, static_rules=False)  # no ReferenceError: the candidate's verdict
+        assert verdict.category != V.passed, verdict.detail
+        assert judge.verify(problem, cuda_candidate()).category == V.passed
+    finally:
+        judge.close()
+
+
 def test_cuda_attacks_fail_and_leave_the_machine_as_it_was(tmp_path):
     from tests.test_sandbox import describe_processes, sandbox_processes
 

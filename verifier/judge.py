@@ -400,6 +400,34 @@ class Judge:
                         "memory its sandboxes were promised (something beside them took it): lower "
                         "verifier.memory_limit_mb or verifier.sandbox_memory_mb") from None
 
+    def _judged_alone(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
+                      phases: _Phases, beside: ReferenceError) -> _Outcome:
+        """The reference failed while this candidate was judged (`beside`): a trial made again that differs, a
+        reference run or its timing that failed. The candidate may have caused it (GPU memory held, the device
+        disturbed), or a neighbour, or the reference is broken; only the last is the problem's fault, and a
+        candidate must not be able to make its problem vanish from a stage (no verdict: no penalty, a smaller
+        denominator). So, alone on the machine's sandbox memory: the reference runs afresh, every trial it does
+        not keep made once more and compared, its baselines timed — any of them failing, the reference is broken
+        (ReferenceError, raised). Then the candidate is judged again, alone: the reference failing again beside it
+        is the candidate's doing, a runtime error of its own."""
+        with self.sandboxes.reserve(alone=True), self._keeping(problem.id):
+            fresh = self._run_reference(problem, device_index)  # not kept: the one candidates use stays as it is
+            try:
+                for trial in fresh.trials:
+                    if trial.entry is None:
+                        fresh.remake(trial)
+            finally:
+                fresh.close()
+            if self.config.timed:
+                self.baseline(problem, device_index, devices=devices)
+                if self.device == "cuda" and self.config.compare_torch_compile:
+                    self.baseline(problem, device_index, compiled=True, devices=devices)
+            try:
+                return self._dynamic(problem, candidate, devices, device_index, phases)
+            except ReferenceError as again:
+                return _Outcome(VerdictCategory.runtime_error,
+                                f"the reference failed beside this candidate and runs alone: {again}")
+
     def _once(self, key: tuple) -> threading.Lock:
         with self._lock:
             return self._locks.setdefault(key, threading.Lock())
@@ -426,8 +454,11 @@ class Judge:
         outcome = self._static(candidate.source) if static_rules else None
         if outcome is None:
             with cpu_accounting(phases.add_cpu):
-                outcome = self._starved_retried(
-                    lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem)
+                try:
+                    outcome = self._starved_retried(
+                        lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem)
+                except ReferenceError as beside:
+                    outcome = self._judged_alone(problem, candidate, devices, device_index, phases, beside)
         phases.add_cpu("judge", time.thread_time() - judge_cpu)
         return Verdict(
             candidate_id=candidate.id,
