@@ -287,6 +287,11 @@ class PolicyOptimConfig(StrictModel):
 
     steps: int = Field(2, ge=1)
     prompts_per_step: int = Field(4, ge=1)
+    prompts: Literal["all", "frontier"] = Field(
+        "all", description="which training problems the steps take: all, round-robin over a seeded shuffle; or "
+        "frontier: first those the policy's lineage passed sometimes and failed sometimes at the first turn (its "
+        "RFT samples, an earlier RL stage's groups), where a group's rewards differ, then those it never tried, "
+        "last those it always passed or always failed (a group with one reward has no advantage)")
     group_size: int = Field(4, ge=2)
     generation: GenerationConfig = GenerationConfig()
     rollout_engine: Literal["hf", "vllm"] = "hf"

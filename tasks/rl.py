@@ -22,8 +22,8 @@ from tasks.plots import close, line_chart, rollout_composition
 from training.checkpoint import RLState, finish_rl_checkpoint, load_rl_state, save_rl_checkpoint, staging_dir
 from training.distributed import check_split, check_world, launch
 from training.model import load_policy, resolve_device
-from training.rl import (PolicyTrainer, RepairBuffer, StepResult, leap_step, merge_ppo_stats, merge_sampled,
-                         sample_problems, step_result, warmup_step)
+from training.rl import (PolicyTrainer, RepairBuffer, StepResult, frontier_order, leap_step, merge_ppo_stats,
+                         merge_sampled, sample_problems, step_result, warmup_step)
 from training.rl_ranks import RLRankJob, rl_rank
 from training.rollout import HFRolloutEngine, Task, VLLMRolloutEngine
 
@@ -64,7 +64,8 @@ class _Steps:
 
     def plan(self, step: int) -> list[Task]:
         cfg = self.cfg
-        batch = sample_problems(self.problems, cfg.prompts_per_step, step, self.ctx.config.seed)
+        batch = sample_problems(self.problems, cfg.prompts_per_step, step, self.ctx.config.seed,
+                                shuffle=cfg.prompts == "all")
         # run the step's references before its rollouts (its verdicts would wait for them anyway): one that cannot
         # run here takes its group out of the step, not the stage down
         batch = self.ctx.runnable(batch, f"{self.stage} step {step}")
@@ -108,6 +109,8 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         check_split(config, stage, processes)
         parent = ctx.warehouse.stage_run(ctx.run_id).parent_ids[0]
         problems = ctx.warehouse.problems(ctx.warehouse.ancestor(parent, "hints").id, split="train")
+        if cfg.prompts == "frontier":
+            problems = _frontier(ctx, problems, parent)
         rng = random.Random(f"{config.seed}-{stage}")
         latest = _resume_point(ctx) if resume else None
         if latest is not None:
@@ -138,6 +141,20 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         if stage == "leap_rl":
             ctx.summary["activated_groups_pct"] = round(last["dcp/activated_groups_pct"], 1)
         return ctx.run_id
+
+
+def _frontier(ctx: StageContext, problems: list, parent: str) -> list:
+    """The training problems in `frontier_order`, from the first-turn verdicts of the policy's lineage (the stages
+    that sampled it: rft, warmup_rl, leap_rl); how many of each kind go in the summary (`prompts`)."""
+    sampled_by = [run.id for run in ctx.warehouse.lineage(parent) if run.stage in ("rft", "warmup_rl", "leap_rl")]
+    passes = ctx.warehouse.first_turn_passes(sampled_by)
+    ordered = frontier_order(problems, passes, ctx.config.seed)
+    known = [passes[p.id] for p in problems if p.id in passes]
+    ctx.summary["prompts"] = {"from_runs": sampled_by, "frontier": sum(0 < a < b for a, b in known),
+                              "never_tried": len(problems) - len(known),
+                              "always_passed": sum(a == b for a, b in known),
+                              "always_failed": sum(a == 0 for a, b in known)}
+    return ordered
 
 
 def _train_here(stage: str, ctx: StageContext, steps: _Steps, device: str, policy_path: Path,

@@ -238,3 +238,40 @@ def test_an_rl_step_leaves_out_a_problem_whose_reference_cannot_run(tmp_path):
         with pytest.raises(RuntimeError, match="none of its 1 problems has a reference that runs here; first: .*"
                                                "reference broken"):
             _Steps("warmup_rl", ctx, [bad], random.Random(0), RLState(-1)).plan(0)
+
+
+def test_frontier_prompts_come_from_what_the_policy_s_lineage_passed_sometimes(tmp_path):
+    """`prompts: frontier`: the RL stage orders its training problems by the first-turn verdicts of the stages that
+    sampled its policy (here an RFT run's, in the warehouse): passed sometimes (nearest half first), then never
+    tried, then always passed or always failed; repair turns do not count. The steps then take them in that
+    order, and the summary says how many of each there were."""
+    from schemas.config import load_config
+    from schemas.records import Candidate
+    from tasks.common import stage_run
+    from tasks.rl import _frontier
+    from training.rl import sample_problems
+
+    problems = [Problem(id=f"p{i}", source="test", reference=f"# {i}", name=f"p{i}") for i in range(6)]
+    # p0: 1 of 4, p1: 2 of 4, p2: 4 of 4, p3: 0 of 4 (a later turn passed: not a first-turn pass), p4, p5: never
+    outcomes = {"p0": [1, 0, 0, 0], "p1": [1, 1, 0, 0], "p2": [1, 1, 1, 1], "p3": [0, 0, 0, 0]}
+    config = load_config(None, [f"home={tmp_path}", "warmup_rl.prompts=frontier", "warmup_rl.prompts_per_step=2"])
+    with stage_run("rft", config, []) as rft:
+        cands, verdicts = [], []
+        for pid, passes in outcomes.items():
+            for i, ok in enumerate(passes):
+                cands.append(Candidate(id=f"{pid}-{i}", problem_id=pid, source="x", turn=0))
+                verdicts.append((_verdict(bool(ok)).model_copy(update={"candidate_id": f"{pid}-{i}",
+                                                                          "problem_id": pid}), 0.0))
+        cands.append(Candidate(id="p3-repair", problem_id="p3", source="y", turn=1))
+        verdicts.append((_verdict(True).model_copy(update={"candidate_id": "p3-repair", "problem_id": "p3"}), 1.0))
+        rft.warehouse.add_candidates(rft.run_id, cands)
+        rft.warehouse.add_verdicts(rft.run_id, verdicts)
+    assert rft.warehouse.first_turn_passes([rft.run_id]) == {"p0": (1, 4), "p1": (2, 4), "p2": (4, 4), "p3": (0, 4)}
+    with stage_run("warmup_rl", config, [rft.run_id]) as ctx:
+        ordered = _frontier(ctx, problems, rft.run_id)
+        names = [p.id for p in ordered]
+        assert names[:2] == ["p1", "p0"] and set(names[2:4]) == {"p4", "p5"} and set(names[4:]) == {"p2", "p3"}
+        assert ctx.summary["prompts"] == {"from_runs": [rft.run_id], "frontier": 2, "never_tried": 2,
+                                          "always_passed": 1, "always_failed": 1}
+        first_step = sample_problems(ordered, 2, 0, config.seed, shuffle=False)
+        assert [p.id for p in first_step] == ["p1", "p0"]

@@ -518,9 +518,27 @@ def leap_step(engine: RolloutEngine, trainer: PolicyTrainer, verify: VerifyBatch
     return step_result(sampled, stats, seconds, config, step, run_key)
 
 
-def sample_problems(problems: list[Problem], n: int, step: int, seed: int) -> list[Problem]:
-    """Round-robin over a seeded shuffle, so every problem is seen before any repeats."""
+def frontier_order(problems: list[Problem], passes: dict[str, tuple[int, int]], seed: int) -> list[Problem]:
+    """`problems` for RL's steps, the policy's frontier first (`PolicyOptimConfig.prompts: frontier`): those its
+    lineage passed sometimes and failed sometimes at the first turn (`passes`: problem id -> (passed, judged)),
+    nearest an even split first, where G samples most likely differ in reward (GRPO's advantage, LEAP's DCP
+    gate); then those never tried; last those always passed or always failed. Seeded shuffles within each."""
+    rng = random.Random(seed)
+    mixed, unseen, uniform = [], [], []
+    for p in problems:
+        passed, judged = passes.get(p.id, (0, 0))
+        (unseen if judged == 0 else mixed if 0 < passed < judged else uniform).append(p)
+    for part in (mixed, unseen, uniform):
+        rng.shuffle(part)
+    mixed.sort(key=lambda p: abs(passes[p.id][0] / passes[p.id][1] - 0.5))  # stable: ties stay shuffled
+    return mixed + unseen + uniform
+
+
+def sample_problems(problems: list[Problem], n: int, step: int, seed: int, shuffle: bool = True) -> list[Problem]:
+    """Round-robin, so every problem is seen before any repeats: over a seeded shuffle, or in the given order
+    (`shuffle=False`, e.g. `frontier_order`'s)."""
     order = list(problems)
-    random.Random(seed).shuffle(order)
+    if shuffle:
+        random.Random(seed).shuffle(order)
     start = (step * n) % len(order)
     return [order[(start + i) % len(order)] for i in range(n)]

@@ -337,6 +337,18 @@ class Warehouse:
     def verdict_rows(self, run_id: str) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM verdicts WHERE stage_run_id = ? ORDER BY candidate_id", [run_id])
 
+    def first_turn_passes(self, run_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """Problem id -> (first-turn candidates that passed, first-turn candidates judged) over these runs."""
+        run_ids = list(run_ids)
+        if not run_ids:
+            return {}
+        rows = self._rows(
+            "SELECT v.problem_id, count(*) AS judged, count(*) FILTER (WHERE v.correct) AS passed FROM verdicts v "
+            "JOIN candidates c ON c.stage_run_id = v.stage_run_id AND c.id = v.candidate_id "
+            f"WHERE v.stage_run_id IN ({', '.join('?' * len(run_ids))}) AND coalesce(c.turn, 0) = 0 "
+            "GROUP BY v.problem_id", run_ids)
+        return {r["problem_id"]: (int(r["passed"]), int(r["judged"])) for r in rows}
+
     def sft_examples(self, run_id: str) -> list[dict[str, Any]]:
         rows = self._rows("SELECT * FROM sft_examples WHERE stage_run_id = ? ORDER BY id", [run_id])
         for r in rows:
