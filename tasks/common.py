@@ -112,6 +112,11 @@ class StageContext:
                 self._left_out(problem.name or problem.id, broken[problem.id])
         return broken
 
+    def _note_reference_runs(self) -> None:
+        """All of this run's reference runs so far, checks' and verdicts' (`reference_runs` in its summary)."""
+        if runs := self.pool.reference_cost():
+            self.summary["reference_runs"] = {k: round(v, 2) for k, v in runs.items()}
+
     def _note_reference_cost(self, checked: int, before: dict[str, float], seconds: float) -> None:
         """Where the references' check went (KernelBench at full size: minutes a reference), summed over this
         run's checks, in its summary (`reference_check`); a long check says it. Each phase is summed over the
@@ -121,6 +126,7 @@ class StageContext:
         entry = self.summary.setdefault("reference_check", {"checked": 0, "ran": 0, "seconds": 0.0,
                                                             "phase_seconds": {}})
         ran_now = int(ran.pop("references", 0))
+        self._note_reference_runs()
         entry["checked"] += checked
         entry["ran"] += ran_now
         entry["seconds"] = round(entry["seconds"] + seconds, 2)
@@ -159,8 +165,7 @@ class StageContext:
             for v in self.pool.verify_many(unique.values(), on_verdict=lambda _: advance(1), on_broken=broken):
                 verdicts[v.candidate_id] = v
         self._note_throughput(description, list(verdicts.values()), time.perf_counter() - started)
-        if runs := self.pool.reference_cost():  # all of this run's reference runs so far, checks and verdicts'
-            self.summary["reference_runs"] = {k: round(v, 2) for k, v in runs.items()}
+        self._note_reference_runs()
         self.warehouse.add_candidates(self.run_id, [c for _, c in unique.values()])
         r = self.config.reward
         self.warehouse.add_verdicts(self.run_id, [(v, correctness_first_reward(v, r.lam, r.nu_max))
