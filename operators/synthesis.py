@@ -74,12 +74,16 @@ class NNSmithSession:
         model_type = Model.init("torch", backend_target="cpu")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            opset = _probe_opset(narrow_spec, model_type)
+            opset = _probe_opset(narrow_spec, model_type, ops)
         available = {op.__name__ for op in opset}
         if ops:
             unknown = sorted(set(ops) - available)
             if unknown:
-                raise SynthesisConfigError(f"synthesize.ops: unknown NNSmith ops {unknown}; available: "
+                known = {op.__name__ for op in model_type.operators()}
+                unsupported = [op for op in unknown if op in known]
+                why = f" ({unsupported}: NNSmith's probe found them unsupported here, {PROBES} times)" \
+                    if unsupported else ""
+                raise SynthesisConfigError(f"synthesize.ops: unknown NNSmith ops {unknown}{why}; available: "
                                            f"{sorted(available)}")
             opset = [op for op in opset if op.__name__ in set(ops)]
         return cls(model_type, opset)
@@ -133,13 +137,20 @@ def family_opsets(opset: list[Any], weights: dict[str, float]) -> list[FamilyMix
     return out
 
 
-def _probe_opset(narrow_spec, model_type) -> list[Any]:
+PROBES = 8  # NNSmith op probes at most, each with its own seed
+
+
+def _probe_opset(narrow_spec, model_type, wanted: list[str] | tuple[str, ...] = ()) -> list[Any]:
     """NNSmith's first-use probe of every op draws random shapes from the global `random` and
-    sometimes trips its own sanity checks: probe deterministically, retrying with other seeds."""
+    sometimes trips its own sanity checks: probe deterministically, retrying with other seeds. A probe
+    that finds a `wanted` op unsupported is not believed at once either (CI once lost Reshape to one):
+    its cached result is removed and the probe runs again, up to PROBES times in all."""
     from nnsmith.error import InternalError
 
     import z3
 
+    known = {op.__name__ for op in model_type.operators()}
+    cached = Path(narrow_spec.NNSMITH_CACHE_DIR) / f"{narrow_spec.get_cache_name(model_type, None)}.yaml"
     state = random.getstate()
     # NNSmith's generation sets z3's *global* timeout (a third of its time limit) and leaves it set: a probe in
     # the same process after a generation then fails its small solves under load ("Cannot solve the problem in
@@ -147,13 +158,20 @@ def _probe_opset(narrow_spec, model_type) -> list[Any]:
     timeout = z3.get_param("timeout")
     z3.set_param("timeout", 4294967295)
     try:
-        for attempt in range(8):
+        opset, last = None, None
+        for attempt in range(PROBES):
             random.seed(attempt)
             try:
-                return narrow_spec.auto_opset(model_type, None)
+                opset = narrow_spec.auto_opset(model_type, None)
             except InternalError as exc:
                 last = exc
-        raise SynthesisError(f"NNSmith could not probe its operator set: {last}")
+                continue
+            if not (set(wanted) & known) - {op.__name__ for op in opset}:
+                return opset
+            cached.unlink(missing_ok=True)  # probed again, not read back
+        if opset is None:
+            raise SynthesisError(f"NNSmith could not probe its operator set: {last}")
+        return opset
     finally:
         z3.set_param("timeout", timeout)
         random.setstate(state)

@@ -119,6 +119,25 @@ def test_cuda_teacher_kernels_compile_with_nvcc_against_the_shim(problems, tmp_p
         assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_an_operator_probe_that_lost_a_wanted_op_is_not_believed(tmp_path):
+    """NNSmith caches its operator probe per cache dir; a probe that once found a wanted op unsupported (CI lost
+    Reshape to one) poisoned every later session of that run. A wanted op missing from the probe is probed
+    again (the cache removed) before the config is called wrong; a name NNSmith does not know is refused at once."""
+    import yaml
+
+    from operators.synthesis import NNSmithSession, SynthesisConfigError
+
+    NNSmithSession.open(tmp_path / "nnsmith", ["Reshape", "ReLU"], ["float32"])
+    (cached,) = (tmp_path / "nnsmith").glob("*.yaml")
+    topset = yaml.safe_load(cached.read_text())
+    del topset["topset"]["core.Reshape"]  # what a flaky probe would have cached
+    cached.write_text(yaml.safe_dump(topset))
+    session = NNSmithSession.open(tmp_path / "nnsmith", ["Reshape", "ReLU"], ["float32"])
+    assert session is not None and "core.Reshape" in yaml.safe_load(cached.read_text())["topset"]
+    with pytest.raises(SynthesisConfigError, match=r"unknown NNSmith ops \['Reshap'\]; available"):
+        NNSmithSession.open(tmp_path / "nnsmith", ["Reshap", "ReLU"], ["float32"])
+
+
 def test_a_z3_timeout_left_by_an_earlier_generation_does_not_fail_the_operator_probe(tmp_path):
     """NNSmith's generation sets z3's global timeout and leaves it set; CI (busy) then failed a later session's
     operator probe with "Cannot solve the problem in Reshape". A 1 ms limit fails that probe whenever it
