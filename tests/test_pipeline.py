@@ -252,7 +252,8 @@ def test_the_sft_stage_trains_in_ranks_it_starts_itself(demo):
 def test_leap_rl_trains_in_two_ranks_and_records_every_rollout_once(demo):
     """distributed.processes=2: each rank samples whole groups of the step and trains on them; the stage plans,
     verifies and records. Every rollout is recorded once, every group whole, every step logged and checkpointed,
-    and the run resumes in one process from a checkpoint of two ranks."""
+    and the run resumes in one process from a checkpoint of two ranks. Its problems come in `prompts: frontier`
+    order, from the first-turn verdicts of its lineage (warmup RL's groups, RFT's samples)."""
     from training.checkpoint import load_rl_state
     from training.model import load_policy
     from training.rl import PolicyTrainer
@@ -261,10 +262,15 @@ def test_leap_rl_trains_in_two_ranks_and_records_every_rollout_once(demo):
     steps, prompts = 2, 2
     run_id = stage(name="leap_rl", from_run=runs["warmup_rl"],
                    overrides=[*overrides, "distributed.processes=2", f"leap_rl.steps={steps}",
-                              f"leap_rl.prompts_per_step={prompts}", "leap_rl.checkpoint_every=1"])
+                              f"leap_rl.prompts_per_step={prompts}", "leap_rl.checkpoint_every=1",
+                              "leap_rl.prompts=frontier"])
     run = wh.stage_run(run_id)
     group_size = config.leap_rl.group_size
     assert run.status.value == "succeeded" and wh.summary(run_id)["processes"] == 2
+    order = wh.summary(run_id)["prompts"]
+    assert order["from_runs"] == [runs["warmup_rl"], runs["rft"]]
+    train = wh.problems(wh.ancestor(runs["warmup_rl"], "hints").id, split="train")
+    assert sum(order[k] for k in ("frontier", "never_tried", "always_passed", "always_failed")) == len(train)
     rows = wh.trajectory_rows(run_id)
     assert len({r["id"] for r in rows}) == len(rows) == steps * prompts * group_size  # none lost, none twice
     for step in range(steps):
