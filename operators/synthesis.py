@@ -79,8 +79,7 @@ class NNSmithSession:
         if ops:
             unknown = sorted(set(ops) - available)
             if unknown:
-                known = {op.__name__ for op in model_type.operators()}
-                unsupported = [op for op in unknown if op in known]
+                unsupported = [op for op in unknown if op in _op_names(model_type)]
                 why = f" ({unsupported}: NNSmith's probe found them unsupported here, {PROBES} times)" \
                     if unsupported else ""
                 raise SynthesisConfigError(f"synthesize.ops: unknown NNSmith ops {unknown}{why}; available: "
@@ -140,6 +139,11 @@ def family_opsets(opset: list[Any], weights: dict[str, float]) -> list[FamilyMix
 PROBES = 8  # NNSmith op probes at most, each with its own seed
 
 
+def _op_names(model_type) -> set[str]:
+    """Every op NNSmith knows for this model type, supported here or not."""
+    return {op.__name__ for op in model_type.operators()}
+
+
 def _probe_opset(narrow_spec, model_type, wanted: list[str] | tuple[str, ...] = ()) -> list[Any]:
     """NNSmith's first-use probe of every op draws random shapes from the global `random` and
     sometimes trips its own sanity checks: probe deterministically, retrying with other seeds. A probe
@@ -149,7 +153,7 @@ def _probe_opset(narrow_spec, model_type, wanted: list[str] | tuple[str, ...] = 
 
     import z3
 
-    known = {op.__name__ for op in model_type.operators()}
+    known = _op_names(model_type)
     cached = Path(narrow_spec.NNSMITH_CACHE_DIR) / f"{narrow_spec.get_cache_name(model_type, None)}.yaml"
     state = random.getstate()
     # NNSmith's generation sets z3's *global* timeout (a third of its time limit) and leaves it set: a probe in

@@ -137,9 +137,9 @@ def import_verdicts(cache_dir: str | Path, source: str | Path) -> int:
 
 @dataclass(frozen=True)
 class ReferenceBroken:
-    """A judgement that found its problem's reference failing (a trial made again that differs from the first
-    time, the eager timing failing, the judge's disk too full to keep its trials): the problem's fault, so no
-    verdict for the candidate."""
+    """A judgement that found its problem's reference failing, alone on the machine too (a trial made again that
+    differs from the first time, the eager timing failing): the problem's fault, so no verdict for the
+    candidate."""
 
     problem_id: str
     candidate_id: str
@@ -225,11 +225,14 @@ class VerifierPool(ABC):
         once for its check and again for its candidates)."""
         problems = list(problems)
         by_id = {p.id: p for p in problems}
-        ran_here = {p.id for p in problems if self._ran_here(p.id)}
-        for pid in ran_here:
-            if self.config.use_cache:
-                self.cache.remember_reference_ran(by_id[pid], self.config)
-        known = ran_here | {p.id for p in problems if self.config.use_cache and self.cache.reference_ran(p, self.config)}
+        known = set()
+        for p in problems:
+            if self._ran_here(p.id):  # ran for a verdict: remembered like a check's run
+                known.add(p.id)
+                if self.config.use_cache:
+                    self.cache.remember_reference_ran(p, self.config)
+            elif self.config.use_cache and self.cache.reference_ran(p, self.config):
+                known.add(p.id)
         for pid in known:
             if on_checked:
                 on_checked(pid)

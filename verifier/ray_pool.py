@@ -16,7 +16,7 @@ from pathlib import Path
 
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict
-from verifier.pool import ReferenceBroken, VerifierPool
+from verifier.pool import ReferenceBroken, VerifierPool, judged
 
 
 def _require_ray():
@@ -34,8 +34,6 @@ class _JudgeActor:
         self.judge = Judge(VerifierConfig.model_validate_json(config_json), cache_dir, base_seed)
 
     def verify(self, problem_json: str, candidate_json: str) -> str:
-        from verifier.pool import judged
-
         problem = Problem.model_validate_json(problem_json)
         candidate = Candidate.model_validate_json(candidate_json)
         outcome = judged(self.judge, problem, candidate)
