@@ -427,6 +427,42 @@ def test_judgements_start_only_while_their_memory_limits_fit_beside_those_runnin
     assert order == [("alone", 10), ("later", 2)]
 
 
+def test_a_judgement_knows_whether_another_ran_beside_it():
+    """`accompanied`: another judgement held a share at some moment while this one did (either began first), the
+    answer for whether a failure a neighbour can cause was this judgement's own; its own re-entrant holds (its
+    build, its reference), judgements before or after it and one that ran alone are no company."""
+    import threading
+
+    from verifier.isolation import MemoryBudget
+
+    budget = MemoryBudget(10)
+    with budget.reserve(2) as first, budget.reserve(2) as its_build:
+        assert not first.accompanied and not its_build.accompanied
+    with budget.reserve(2) as later:
+        assert not later.accompanied and not first.accompanied
+
+    holds = {}
+    entered, leave = threading.Event(), threading.Event()
+
+    def neighbour():
+        with budget.reserve(2) as hold:
+            holds["neighbour"] = hold
+            entered.set()
+            leave.wait(5)
+
+    with budget.reserve(2) as mine:
+        thread = threading.Thread(target=neighbour)
+        thread.start()
+        assert entered.wait(5)
+        assert mine.accompanied and holds["neighbour"].accompanied
+        leave.set()
+        thread.join(5)
+    assert mine.accompanied  # it stays said after the neighbour left, and after this one ended
+    with budget.reserve(2, alone=True) as alone:
+        pass
+    assert not alone.accompanied
+
+
 def _hog(leaves: tuple[str, ...], megabytes: int):
     """A process holding `megabytes` in the given cgroups, out of the OOM killer's reach where the kernel lets
     root say so (oom_score_adj -1000); elsewhere it is still smaller than a sandbox that holds more, so it lives."""

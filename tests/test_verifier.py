@@ -408,6 +408,51 @@ def test_a_reference_that_breaks_while_judged_loses_its_problem_not_the_batch(ve
         assert pool.cache.get(pool.cache.key(moody, moody_candidate, cfg, 0)) is None
 
 
+def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache):
+    """A candidate can fail its neighbours on one machine — hold the GPU's memory (nothing limits a process's
+    cudaMalloc), or its time — and in an RL group every sibling it fails raises its own advantage. So a runtime
+    error, a timeout or a module that could not load for want of memory, judged while another judgement ran, is
+    judged again alone (its phases say `wait_alone`), and that verdict stands; a wrong output (no neighbour changes
+    one), a module with a plain error and a failure with no company are judged once. The GPU red team holds the
+    GPU's memory for real (tests/test_verifier_gpu.py)."""
+    import threading
+
+    cfg = load_config(None, ["verifier.run_timeout_s=20", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.timed=false", "verifier.memory_limit_mb=1024",
+                             "verifier.sandbox_memory_mb=8191"]).verifier  # room for both at once, anywhere
+    company = candidate("company", "import time\ntime.sleep(5)\n" + good())
+
+    def beside_company(*names_and_sources):
+        """Verdicts for candidates judged one after another while `company` is judged (its module sleeps)."""
+        verdicts = {}
+        thread = threading.Thread(target=lambda: verdicts.update(company=judge.verify(problem(), company)))
+        thread.start()
+        deadline = time.monotonic() + 30
+        while judge.sandboxes.memory_budget.used_mb == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        judged = [judge.verify(problem(), candidate(*name_and_source)) for name_and_source in names_and_sources]
+        thread.join(60)
+        assert verdicts["company"].category == V.passed, verdicts["company"].detail
+        return judged
+
+    judge = Judge(cfg, verifier_cache)
+    try:
+        judge.reference(problem(), 0)
+        once = judge.verify(problem(), candidate("raises_in_forward"))
+        assert once.category == V.runtime_error and "wait_alone" not in once.phases, once.phases
+        wrong, broken_module, failed = beside_company(("wrong_output",), ("name_error", "undefined_name\n" + good()),
+                                                      ("raises_in_forward",))
+        for once_only in (wrong, broken_module):
+            assert "wait_alone" not in once_only.phases, (once_only.category, once_only.phases)
+        assert wrong.category == V.wrong_output and broken_module.category == V.compile_error
+        assert failed.category == V.runtime_error and "boom" in failed.detail
+        assert failed.phases["wait_alone"] > 0.5, failed.phases  # it waited for the company to end
+        starved_module, = beside_company(("starved", "raise RuntimeError('CUDA error: out of memory')\n" + good()))
+        assert starved_module.category == V.compile_error and "wait_alone" in starved_module.phases
+    finally:
+        judge.close()
+
+
 def test_untimed_verdicts_judge_correctness_alone(verifier_cache):
     """verifier.timed=false (a stage in untimed_stages): a pass is a pass with no speedup (reward 1), a wrong kernel
     is as wrong as ever, and no baseline is timed."""

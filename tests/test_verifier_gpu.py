@@ -250,6 +250,53 @@ def cuda_attacks(secret_file: str, cache_dir: str) -> dict[str, tuple[Candidate,
     }
 
 
+# Module code that takes all the GPU memory it can get and keeps it while judged, less 64 MB for its own trials
+# (scale_shift: 16 MB in, 16 MB out): nothing limits one process's device memory (97 % of what was free left the
+# H200 4 GB, enough for a reference beside it: the attack never happened).
+HOLD_THE_GPU = """import torch
+_held = []
+while True:
+    try:
+        _held.append(torch.empty(32 << 20, dtype=torch.uint8, device="cuda"))
+    except torch.OutOfMemoryError:
+        break
+del _held[-2:]
+torch.cuda.empty_cache()
+"""
+
+
+def test_cuda_a_candidate_that_holds_the_gpus_memory_fails_no_neighbour(verifier_cache):
+    """A correct kernel whose module takes the GPU's memory and sleeps on it: an honest candidate judged meanwhile
+    cannot start its CUDA context or move its inputs, and that runtime error would be its verdict (in an RL group,
+    the hog's advantage rises with every sibling it fails). Failing beside another judgement, it is judged again
+    alone, and passes; the hog's own judgement ends in a verdict, not an exception in the judge."""
+    import threading
+    import time
+
+    import torch
+
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=30", "verifier.use_cache=false",
+                             "verifier.trials=2", "verifier.spare_sandboxes=0"]).verifier
+    hog = cuda_candidate(extra=HOLD_THE_GPU + "import time\ntime.sleep(8)\n")
+    judge = Judge(cfg, verifier_cache)
+    problem = example_problem("scale_shift", "cuda")
+    try:
+        judge.baseline(problem, 0)  # the judge's own context, the reference and its baseline before the hog
+        verdicts = {}
+        hogging = threading.Thread(target=lambda: verdicts.update(hog=judge.verify(problem, hog, static_rules=False)))
+        hogging.start()
+        deadline = time.monotonic() + 60
+        while torch.cuda.mem_get_info()[0] > 1 << 30 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert torch.cuda.mem_get_info()[0] < 1 << 30, "the hog did not take the GPU's memory"
+        honest = judge.verify(problem, cuda_candidate())
+        hogging.join(120)
+        assert honest.category == V.passed and "wait_alone" in honest.phases, (honest.detail, honest.phases)
+        assert "hog" in verdicts, "the hog's judgement raised in the judge"
+    finally:
+        judge.close()
+
+
 def test_cuda_attacks_that_break_the_reference_beside_them_are_their_own_failure(verifier_cache):
     """A candidate that holds the GPU's memory, so that the reference's trial made again beside it (trials too
     large to keep: KernelBench at full size) runs out of memory: before, that was a ReferenceError (the stage
@@ -259,13 +306,12 @@ def test_cuda_attacks_that_break_the_reference_beside_them_are_their_own_failure
     cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=20", "verifier.use_cache=false",
                              "verifier.stored_trials_gb=1e-9", "verifier.trials=2", "verifier.spare_sandboxes=0"]
                       ).verifier
-    hog = cuda_candidate(extra="import torch\n_held = torch.empty(int(torch.cuda.mem_get_info()[0] * 0.97), "
-                               "dtype=torch.uint8, device='cuda')\n")
+    hog = cuda_candidate(extra=HOLD_THE_GPU)
     judge = Judge(cfg, verifier_cache)
     problem = example_problem("scale_shift", "cuda")
     try:
         verdict = judge.verify(problem, hog, static_rules=False)  # no ReferenceError: the candidate's verdict
-        assert verdict.category != V.passed, verdict.detail
+        assert verdict.category == V.runtime_error and "alone" in verdict.detail, verdict.detail
         assert judge.verify(problem, cuda_candidate()).category == V.passed
     finally:
         judge.close()

@@ -349,7 +349,7 @@ class MemoryBudget:
         self.capacity_mb = capacity_mb
         self.used_mb = 0
         self.peak_mb = 0
-        self._held: dict[int, list[int]] = {}  # thread id -> [sandboxes held, MB reserved]
+        self._held: dict[int, _Hold] = {}  # thread id -> its judgement's hold
         self._alone_waiting = 0  # judgements waiting to run alone: the others wait behind them
         self._changed = threading.Condition()
 
@@ -377,27 +377,46 @@ class MemoryBudget:
                                            and not self._alone_waiting)
                 self.used_mb += memory_mb
                 self.peak_mb = max(self.peak_mb, self.used_mb)
-                held = self._held[thread] = [0, memory_mb]
-            held[0] += 1
-        return MemoryReservation(self, thread)
+                held = self._held[thread] = _Hold(memory_mb)
+                if len(self._held) > 1:  # judgements that overlap, however briefly, each had company
+                    for hold in self._held.values():
+                        hold.accompanied = True
+            held.sandboxes += 1
+        return MemoryReservation(self, thread, held)
 
     def _release(self, thread: int) -> None:
         with self._changed:
             held = self._held[thread]
-            held[0] -= 1
-            if held[0] == 0:
+            held.sandboxes -= 1
+            if held.sandboxes == 0:
                 del self._held[thread]
-                self.used_mb -= held[1]
+                self.used_mb -= held.memory_mb
                 self._changed.notify_all()
+
+
+@dataclass
+class _Hold:
+    """One judgement's share of a MemoryBudget."""
+
+    memory_mb: int
+    sandboxes: int = 0  # the reservations taken on it (re-entrant), released one by one
+    accompanied: bool = False  # another judgement held a share at some moment while this one did
 
 
 class MemoryReservation:
     """One hold on a MemoryBudget; `release()` once (later calls do nothing), from any thread."""
 
-    def __init__(self, budget: MemoryBudget, thread: int):
-        self._budget, self._thread = budget, thread
+    def __init__(self, budget: MemoryBudget, thread: int, hold: _Hold):
+        self._budget, self._thread, self._hold = budget, thread, hold
         self._released = False
         self._lock = threading.Lock()
+
+    @property
+    def accompanied(self) -> bool:
+        """Whether another judgement (a sandbox of its own: a candidate, a reference, a build) ran at some moment
+        while this one's judgement did — so far, or until it ended: a failure a neighbour can cause (the GPU's
+        memory held, its time shared) may not be this judgement's own."""
+        return self._hold.accompanied
 
     def release(self) -> None:
         with self._lock:

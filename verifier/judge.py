@@ -382,17 +382,19 @@ class Judge:
         like a verdict's, within verifier.kept_problems and kept_gb, for the verdicts that follow."""
         self._starved_retried(lambda: self.reference(problem, device_index), problem)
 
-    def _starved_retried(self, judge: Callable[[], Any], problem: Problem) -> Any:
-        """`judge()` within this thread's memory share; made again, alone on the machine's sandbox memory, when
-        the machine's memory killed one of its sandboxes (SandboxStarved: nothing to charge the code with).
-        Alone, no neighbour can starve it: only its own sandboxes (its process, its build, at most its reference
-        again) share the budget, which holds three limits by default on a GPU box (3.4 x 32 GB on the H200), so a
-        candidate cannot starve itself to fail the stage there; starved even then, something beside the
-        sandboxes took the memory promised to them: raised, an infrastructure error."""
+    def _starved_retried(self, judge: Callable[[], Any], problem: Problem) -> tuple[Any, bool]:
+        """`judge()` within this thread's memory share, and whether another judgement ran beside it; made again,
+        alone on the machine's sandbox memory, when the machine's memory killed one of its sandboxes
+        (SandboxStarved: nothing to charge the code with). Alone, no neighbour can starve it: only its own
+        sandboxes (its process, its build, at most its reference again) share the budget, which holds three
+        limits by default on a GPU box (3.4 x 32 GB on the H200), so a candidate cannot starve itself to fail the
+        stage there; starved even then, something beside the sandboxes took the memory promised to them: raised,
+        an infrastructure error."""
         for alone in (False, True):
             try:
-                with self.sandboxes.reserve(alone=alone), self._keeping(problem.id):
-                    return judge()
+                with self.sandboxes.reserve(alone=alone) as reservation, self._keeping(problem.id):
+                    result = judge()
+                    return result, reservation.accompanied
             except SandboxStarved as exc:
                 if alone:
                     raise SandboxStarved(
@@ -423,10 +425,38 @@ class Judge:
                 if self.device == "cuda" and self.config.compare_torch_compile:
                     self.baseline(problem, device_index, compiled=True, devices=devices)
             try:
-                return self._dynamic(problem, candidate, devices, device_index, phases)
+                return self._dynamic_alone(problem, candidate, devices, device_index, phases)
             except ReferenceError as again:
                 return _Outcome(VerdictCategory.runtime_error,
                                 f"the reference failed beside this candidate and runs alone: {again}")
+
+    def _dynamic_alone(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
+                       phases: _Phases) -> _Outcome:
+        """`_dynamic` for a candidate alone on the machine (the caller holds the whole budget): the judge's own
+        GPU memory running out now is the candidate's doing — its process holds what the judge needs to compare
+        its outputs."""
+        try:
+            return self._dynamic(problem, candidate, devices, device_index, phases)
+        except torch.OutOfMemoryError as exc:
+            return _Outcome(VerdictCategory.runtime_error, "the judge ran out of GPU memory comparing this "
+                            f"candidate's outputs, the candidate alone on the GPU (it holds the memory): {exc}"[:400])
+
+    def _again_alone(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
+                     phases: _Phases, beside: _Outcome) -> _Outcome:
+        """The candidate failed as a neighbour can make a candidate fail (`beside`: a runtime error — its GPU
+        memory taken by another sandbox, whose cudaMalloc nothing limits; a timeout — its GPU or CPU time shared)
+        while other judgements ran, or the judge's own GPU memory ran out while judging it (a neighbour, or this
+        candidate, holds it). A candidate must not be able to fail its neighbours (in an RL group, each sibling
+        it fails raises its own advantage) nor the judge (an exception would end the stage). So it is judged
+        again alone on the machine, and what it gets then is its own."""
+        log.info("problem %s: candidate %s failed beside other judgements (%s), judged again alone",
+                 problem.name or problem.id, candidate.id, beside.category.value)
+        try:
+            with self.sandboxes.reserve(alone=True), self._keeping(problem.id):
+                phases.mark("wait_alone")  # the verdict's phases say it was judged again, and what that waited
+                return self._dynamic_alone(problem, candidate, devices, device_index, phases)
+        except ReferenceError as again:
+            return self._judged_alone(problem, candidate, devices, device_index, phases, again)
 
     def _once(self, key: tuple) -> threading.Lock:
         with self._lock:
@@ -455,10 +485,15 @@ class Judge:
         if outcome is None:
             with cpu_accounting(phases.add_cpu):
                 try:
-                    outcome = self._starved_retried(
+                    outcome, accompanied = self._starved_retried(
                         lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem)
+                    if accompanied and _a_neighbour_can_cause(outcome):
+                        outcome = self._again_alone(problem, candidate, devices, device_index, phases, outcome)
                 except ReferenceError as beside:
                     outcome = self._judged_alone(problem, candidate, devices, device_index, phases, beside)
+                except torch.OutOfMemoryError as exc:  # the judge's comparison: its GPU memory taken by a sandbox
+                    outcome = self._again_alone(problem, candidate, devices, device_index, phases, _Outcome(
+                        VerdictCategory.runtime_error, f"the judge ran out of GPU memory: {exc}"))
         phases.add_cpu("judge", time.thread_time() - judge_cpu)
         return Verdict(
             candidate_id=candidate.id,
@@ -1272,6 +1307,15 @@ def _well_formed_load_reply(msg: tuple) -> bool:
         return isinstance(info.get("kind"), str) and isinstance(info.get("message"), str) \
             and isinstance(info.get("log"), str) and isinstance(info.get("seconds", 0.0), float)
     return False
+
+
+def _a_neighbour_can_cause(outcome: _Outcome) -> bool:
+    """Whether another sandbox on the machine could have caused this failure (made again alone, `_again_alone`):
+    a runtime error or a timeout (the GPU's memory held — a process's cudaMalloc has no limit — its time or the
+    CPUs' shared), or a module that could not load for want of memory (its CUDA context or a tensor at import).
+    Not a wrong output: no neighbour changes what a kernel computes."""
+    return outcome.category in (VerdictCategory.runtime_error, VerdictCategory.timeout) or (
+        outcome.category == VerdictCategory.compile_error and "out of memory" in outcome.detail.lower())
 
 
 def _tampered(why: str, compile_seconds: float) -> _Outcome:
