@@ -427,6 +427,44 @@ def test_judgements_start_only_while_their_memory_limits_fit_beside_those_runnin
     assert order == [("alone", 10), ("later", 2)]
 
 
+def test_timing_stops_every_other_candidate_sandbox_on_its_device(tmp_path):
+    """others_paused (a GPU pool's timing): every other run sandbox of the device is stopped (SIGSTOP: nothing in
+    it runs, no thread, no kernel launch), one started meanwhile too, the timed one and reference sandboxes not;
+    all run again after, and the time stopped is not theirs (paused_seconds; Sandbox.clock)."""
+    from verifier.sandboxes import SandboxFactory, _children
+
+    def states(box):
+        found = set()
+        for pid in [box.proc.pid, *_children(box.proc.pid)]:
+            try:
+                found.add(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+        return found
+
+    cfg = load_config(None, ["verifier.spare_sandboxes=0"]).verifier
+    factory = SandboxFactory(cfg, tmp_path / "cache", "cpu")
+    timed, other, reference = factory.start("run"), factory.start("run"), factory.start("reference")
+    boxes = [timed, other, reference]
+    try:
+        time.sleep(0.5)  # each waits for its job
+        with factory.others_paused(0, timed):
+            late = factory.start("run")
+            boxes.append(late)
+            time.sleep(0.3)
+            assert states(other) == {"T"} and states(late) == {"T"}, (states(other), states(late))
+            assert "T" not in states(timed) and "T" not in states(reference)
+            clock, wall = other.clock(), time.monotonic()
+            time.sleep(0.2)
+            assert other.clock() - clock < 0.05 and time.monotonic() - wall >= 0.2  # stopped time is not its own
+        assert not {"T"} & (states(other) | states(late)), (states(other), states(late))
+        assert other.paused_seconds() >= 0.5 and late.paused_seconds() >= 0.5 and timed.paused_seconds() == 0
+    finally:
+        for box in boxes:
+            box.close()
+        factory.close()
+
+
 def test_a_judgement_knows_whether_another_ran_beside_it():
     """`accompanied`: another judgement held a share at some moment while this one did (either began first), the
     answer for whether a failure a neighbour can cause was this judgement's own; its own re-entrant holds (its

@@ -453,6 +453,40 @@ def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache):
         judge.close()
 
 
+# Native threads that outlive the forward: started at the last trial, they spin on every core while the judge
+# times the eager baseline beside them (the candidate's process is alive), and stop once the forward is called
+# again — its own timing. Unchecked, the baseline is slower and the candidate's speedup larger (on the CPU,
+# eager 34 -> 48 us and the harness's overhead 0.6 -> 3 ms a call with 8 threads on 2 cores); on a GPU, kernels
+# launched from such a thread share the device with the baseline's.
+SPINS_BESIDE_THE_BASELINE = good().replace("#include <cmath>", """#include <cmath>
+#include <thread>
+#include <atomic>
+static std::atomic<int> calls{0};
+static void spin() { volatile double s = 0; while (calls.load() <= 2) { for (int k = 0; k < 100000; ++k) s += k; } }
+""").replace("auto xc = x.contiguous();", """if (calls.fetch_add(1) + 1 == 2) { for (int t = 0; t < 8; ++t) std::thread(spin).detach(); }
+  auto xc = x.contiguous();""")
+
+
+def test_a_candidates_threads_are_stopped_while_the_baseline_is_timed_beside_it(verifier_cache):
+    """Where timing takes the device alone (a GPU pool), every other candidate's sandbox on it is stopped while the
+    eager baseline or a candidate is timed — the candidate whose judgement times the baseline too: its verdict
+    says how long (`paused`), and the spinning threads it left had no share of the baseline's time."""
+    from verifier.judge import Devices
+
+    cfg = load_config(None, ["verifier.run_timeout_s=20", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.spare_sandboxes=0"]).verifier  # a spare started meanwhile is stopped too
+    judge = Judge(cfg, verifier_cache)
+    try:
+        spinner = judge.verify(problem(), candidate("spinner", SPINS_BESIDE_THE_BASELINE),
+                               Devices([0], exclusive_timing=True))
+        assert spinner.category == V.passed, spinner.detail
+        assert spinner.phases.get("paused", 0) > 0, spinner.phases  # stopped while the baseline was timed
+        honest = judge.verify(problem(), candidate("correct"), Devices([0], exclusive_timing=True))
+        assert honest.category == V.passed and "paused" not in honest.phases  # the baseline was timed already
+    finally:
+        judge.close()
+
+
 def test_untimed_verdicts_judge_correctness_alone(verifier_cache):
     """verifier.timed=false (a stage in untimed_stages): a pass is a pass with no speedup (reward 1), a wrong kernel
     is as wrong as ever, and no baseline is timed."""

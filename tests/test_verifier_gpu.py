@@ -297,6 +297,39 @@ def test_cuda_a_candidate_that_holds_the_gpus_memory_fails_no_neighbour(verifier
         judge.close()
 
 
+def test_cuda_a_thread_that_keeps_the_gpu_busy_beside_the_baseline_gains_nothing(verifier_cache):
+    """A correct kernel whose native thread, started at its last trial, launches spinning kernels until the
+    forward is called again (its own timing): beside it, the eager baseline shares the GPU's time and looks
+    slower, and the candidate's speedup larger. A GPU pool times with the device alone: every other candidate's
+    sandbox stopped meanwhile, this one too while its problem's baseline is timed (`paused`); its speedup is an
+    honest kernel's, within the noise of two baselines."""
+    from verifier.judge import Devices
+
+    spinner = cuda_candidate(replace=[
+        ("#include <cuda_runtime.h>", """#include <cuda_runtime.h>
+#include <thread>
+#include <atomic>
+static std::atomic<int> calls{0};
+__global__ void spin_kernel(long long cycles) { long long start = clock64(); while (clock64() - start < cycles) { } }
+static void spin() { while (calls.load() <= 2) { spin_kernel<<<264, 1024>>>(2000000LL); cudaDeviceSynchronize(); } }"""),
+        ("auto size = x.numel();", "if (calls.fetch_add(1) + 1 == 2) std::thread(spin).detach();\n    auto size = x.numel();")])
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=20", "verifier.use_cache=false",
+                             "verifier.trials=2", "verifier.spare_sandboxes=0"]).verifier
+    problem = example_problem("scale_shift", "cuda")
+    speedups = {}
+    for name, candidate in (("spinner", spinner), ("honest", cuda_candidate())):
+        judge = Judge(cfg, verifier_cache)  # each its own baseline, timed beside it
+        try:
+            verdict = judge.verify(problem, candidate, Devices([0], exclusive_timing=True), static_rules=False)
+            assert verdict.category == V.passed, (name, verdict.detail)
+            speedups[name] = verdict.speedup_vs_eager
+            if name == "spinner":
+                assert verdict.phases.get("paused", 0) > 0, verdict.phases
+        finally:
+            judge.close()
+    assert speedups["spinner"] < 1.5 * speedups["honest"], speedups
+
+
 def test_cuda_attacks_that_break_the_reference_beside_them_are_their_own_failure(verifier_cache):
     """A candidate that holds the GPU's memory, so that the reference's trial made again beside it (trials too
     large to keep: KernelBench at full size) runs out of memory: before, that was a ReferenceError (the stage

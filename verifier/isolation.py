@@ -198,6 +198,11 @@ class Cgroups:
                 pass
 
     @staticmethod
+    def processes(leaves: tuple[str, ...]) -> set[int]:
+        """The process ids in the groups now."""
+        return {pid for leaf in leaves for pid in _cgroup_pids(Path(leaf))}
+
+    @staticmethod
     def kill(leaves: tuple[str, ...]) -> None:
         """SIGKILL every process in the groups until none is left (or 5 s have passed)."""
         for leaf in map(Path, leaves):

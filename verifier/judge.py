@@ -139,6 +139,10 @@ class Devices:
         with self._locks[index].exclusive() if index in self._locks else nullcontext():
             yield
 
+    def exclusive(self, index: int) -> bool:
+        """Whether timing takes this device alone (a GPU pool); a CPU pool times beside its trials."""
+        return index in self._locks
+
 
 def _cuda_arch(device_index: int) -> str:
     major, minor = torch.cuda.get_device_capability(device_index)
@@ -765,7 +769,7 @@ class Judge:
                 if not compiled:  # made here, before the device is taken alone
                     self._reference_sets(box, problem, runs, sets)
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
-                with devices.timing(device_index) if devices else nullcontext():
+                with self._timed_alone(devices, device_index, box):
                     box.send(("time", last, cfg.timing_warmup, runs, compiled))
                     result = self._timed(box, self._timing_budget(runs) * (20 if compiled else 1), sets, runs,
                                          checked, reference.output_bytes)
@@ -797,6 +801,18 @@ class Judge:
             raise
         finally:
             box.close()
+
+    @contextmanager
+    def _timed_alone(self, devices: Devices | None, device_index: int, timed: Sandbox) -> Iterator[None]:
+        """The device alone for `timed`'s timed calls, where the pool times exclusively: the trials in flight
+        there finished and none starts (Devices.timing), and every other candidate's sandbox there stopped
+        (SandboxFactory.others_paused)."""
+        if devices is None or not devices.exclusive(device_index):
+            with devices.timing(device_index) if devices else nullcontext():
+                yield
+            return
+        with devices.timing(device_index), self.sandboxes.others_paused(device_index, timed):
+            yield
 
     def _timing_budget(self, runs: int | None = None) -> float:
         return self.config.run_timeout_s * ((runs or self.config.timing_runs) + self.config.timing_warmup)
@@ -920,6 +936,8 @@ class Judge:
             if loading.runner is not None:
                 loading.runner.close()
             phases.mark("teardown")
+            if paused := box.paused_seconds():  # stopped while others were timed on its device (within its phases)
+                phases.seconds["paused"] = round(phases.seconds.get("paused", 0.0) + paused, 4)
 
     def _drive(self, box: Sandbox, problem: Problem, source: str, reference: _Reference, devices: Devices,
                device_index: int, phases: _Phases, loading: _Loading) -> _Outcome:
@@ -948,7 +966,7 @@ class Judge:
         if too_slow is not None:
             return too_slow
         warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[-1]))
-        with devices.timing(device_index):
+        with self._timed_alone(devices, device_index, box):
             phases.mark("wait_for_device")
             outcome = self._time_candidate(box, reference, eager, compiled, warm_metas, device_index,
                                            compile_seconds)
@@ -960,9 +978,9 @@ class Judge:
         compile_timeout_s; everything else it does meanwhile (its module's code, ModelNew's __init__)
         against run_timeout_s. Returns the compile seconds, or the outcome if it failed."""
         cfg = self.config
-        deadline = time.monotonic() + cfg.run_timeout_s
+        deadline = box.clock() + cfg.run_timeout_s  # its own time: stopped while another is timed, it is not loading
         while True:
-            msg = box.receive(max(0.0, deadline - time.monotonic()))
+            msg = box.receive(max(0.0, deadline - box.clock()))
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"loading the module and constructing ModelNew took longer "
                                 f"than {cfg.run_timeout_s:g} s (builds not counted)",

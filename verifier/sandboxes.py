@@ -19,7 +19,7 @@ import time
 import weakref
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -129,6 +129,9 @@ class Sandbox:
         self._closed = False
         self._awaiting = False  # a request is unanswered: the sandbox is busy (or hung), don't wait on it
         self.reservation: MemoryReservation | None = None  # its judgement's share of the memory budget
+        self._paused_since: float | None = None  # stopped (SIGSTOP) while another is timed on its device
+        self._paused_total = 0.0
+        self._pause_lock = threading.Lock()
 
     @property
     def pid(self) -> int:
@@ -172,6 +175,48 @@ class Sandbox:
                 pass
         return None
 
+    def pause(self) -> None:
+        """Stop every process of its tree (SIGSTOP, which no code can catch or ignore: to its process group and
+        to each process of its cgroups, where one left the group): nothing in it runs — no thread spinning on a
+        CPU, no kernel launched — until resume(). Its time stopped does not count against its limits (receive,
+        clock)."""
+        with self._pause_lock:
+            if self._paused_since is not None or self._closed or self.proc.exitcode is not None:
+                return
+            self._paused_since = time.monotonic()
+            self._signal_tree(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        with self._pause_lock:
+            if self._paused_since is None:
+                return
+            if not self._closed and self.proc.exitcode is None:
+                self._signal_tree(signal.SIGCONT)
+            self._paused_total += time.monotonic() - self._paused_since
+            self._paused_since = None
+
+    def _signal_tree(self, sig: signal.Signals) -> None:
+        pids = Cgroups.processes(self.home.cgroups) | {self.proc.pid}  # the keeper, before its setpgrp too
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def paused_seconds(self) -> float:
+        """How long it has been stopped in all (now included, while it is)."""
+        with self._pause_lock:
+            since = self._paused_since
+            return self._paused_total + (time.monotonic() - since if since is not None else 0.0)
+
+    def clock(self) -> float:
+        """time.monotonic() less the time it spent stopped: a deadline on this clock is the sandbox's own time."""
+        return time.monotonic() - self.paused_seconds()
+
     def send(self, message: Any) -> None:
         self.conn.send(message)
         self._awaiting = True
@@ -184,9 +229,9 @@ class Sandbox:
         """Next message, ("died", exitcode) if the process died, ("garbled", why) if it is not a message the
         sandbox's own code sends, None on timeout. Decoded weights-only: a candidate that writes its own
         bytes into the channel cannot make the judge run code."""
-        deadline = time.monotonic() + timeout_s
+        deadline = self.clock() + timeout_s  # the time it spends stopped (pause) does not count
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self.clock()
             if remaining <= 0:
                 return None
             if self.conn.poll(min(remaining, 0.5)):
@@ -394,6 +439,7 @@ class SandboxFactory:
         self._closed = False
         self._aborted = False  # abort(): no sandbox starts any more, and every live one was killed
         self._live: weakref.WeakSet[Sandbox] = weakref.WeakSet()  # every sandbox started and not yet collected
+        self._pausing: dict[int, int] = {}  # device -> timings under way there that stop its run sandboxes
         self._refills: set[threading.Thread] = set()  # joined by close(): none may start a sandbox after it
         self._gpu: dict[int, tuple[tuple[str, ...], str]] = {}
         # a factory dropped without close() (a judge nobody closed) still stops its spares when it is collected,
@@ -455,9 +501,36 @@ class SandboxFactory:
         with self._lock:
             self._live.add(box)
             aborted = self._aborted
+            if role == "run" and self._pausing.get(device_index):  # started while its device is being timed
+                box.pause()
         if aborted:  # abort() ran while this one was starting: it did not see it
             box.kill()
         return box
+
+    @contextmanager
+    def others_paused(self, device_index: int, timed: Sandbox) -> Iterator[None]:
+        """While `timed` is timed on its device: every other run sandbox there (candidates' code) stopped, and
+        any started meanwhile stopped at once, so that no neighbour's thread spins on the CPUs or launches
+        kernels beside the timed calls. A candidate's native thread that kept the device busy while the eager
+        baseline was timed (just after its trials, its process alive) made the baseline slower and its own
+        speedup larger, and its siblings' timings slower, at will. Their stopped time does not count against
+        their limits (Sandbox.clock)."""
+        with self._lock:
+            self._pausing[device_index] = self._pausing.get(device_index, 0) + 1
+            others = self._run_sandboxes(device_index, timed)
+            for box in others:
+                box.pause()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._pausing[device_index] -= 1
+                if not self._pausing[device_index]:
+                    for box in self._run_sandboxes(device_index, timed):  # those started meanwhile too
+                        box.resume()
+
+    def _run_sandboxes(self, device_index: int, but: Sandbox) -> list[Sandbox]:
+        return [box for box in self._live if box.role == "run" and box.device_index == device_index and box is not but]
 
     def take(self, role: str, device_index: int = 0) -> Sandbox:
         """A spare sandbox of this role for this device if one is waiting (its replacement starts in the
