@@ -26,6 +26,41 @@ def test_a_saved_policy_tokenizes_and_scores_as_it_was_trained(tmp_path):
         assert torch.equal(model(torch.tensor([ids])).logits, loaded_model(torch.tensor([ids])).logits)
 
 
+def test_a_policy_crosses_the_box_wall_in_parts_and_comes_back_as_its_bfloat16_self(tmp_path):
+    """benchmarks/policy_parcel: a checkpoint as parts of at most --part-mib (a device call returns 16 MiB a
+    file) with bfloat16 weights, unpacked into float32 weights equal to the bfloat16 ones, scoring as the
+    bfloat16-rounded policy does; a part altered or missing is one clear error and writes nothing."""
+    import json
+
+    from benchmarks.policy_parcel import ParcelError, main, pack, unpack
+
+    tokenizer = train_tokenizer([TEXT] * 40 + ["hello world\n"] * 10, 400)
+    model = build_model(ModelConfig(vocab_size=400, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                                    num_attention_heads=2, num_key_value_heads=1), tokenizer, seed=0)
+    policy = save_policy(model, tokenizer, tmp_path / "policy")
+    manifest = pack(policy, tmp_path / "out", "warm", part_mib=0.02)
+    spec = json.loads(manifest.read_text())
+    weights = sum(p.stat().st_size for p in policy.glob("*.safetensors"))
+    assert len(spec["parts"]) > 3 and all(p["bytes"] <= 0.02 * 2**20 for p in spec["parts"])
+    assert spec["bytes"] < 0.6 * weights + 2**20  # half the weights' bytes, and the tokenizer
+    back, _ = load_policy(unpack(manifest, tmp_path / "back"))
+    packed = model.state_dict()
+    for name, weight in back.state_dict().items():
+        assert weight.dtype == torch.float32 and torch.equal(weight, packed[name].to(torch.bfloat16).float()), name
+    ids = torch.tensor([tokenizer(TEXT)["input_ids"]])
+    with torch.no_grad():
+        assert torch.allclose(back(ids).logits, model(ids).logits, atol=0.02)
+
+    last = tmp_path / "out" / spec["parts"][-1]["file"]
+    last.write_bytes(last.read_bytes()[:-1] + b"x")
+    with pytest.raises(ParcelError, match=f"part {last.name} is not the one packed"):
+        unpack(manifest, tmp_path / "never")
+    last.unlink()
+    with pytest.raises(SystemExit, match=f"part {last.name} is missing"):
+        main(["unpack", str(manifest), str(tmp_path / "never")])
+    assert not (tmp_path / "never").exists() and not (tmp_path / "never.partial").exists()
+
+
 @pytest.mark.gpu
 def test_generation_on_a_gpu_leaves_it_to_the_verifier():
     """The verifier's sandboxes share the policy's GPU. A 512-sample batch's logits and KV cache, kept in torch's

@@ -29,6 +29,19 @@ if [ ! -e "$KD_HOME/warehouse.duckdb" ] && [ -e "runs/$HOME_NAME.tar.xz" ]; then
   fi
 fi
 
+# Policies cross the wall as parcels (benchmarks/policy_parcel.py: bfloat16, parts of 15 MiB, sha256-checked):
+# BRING_BACK="<stage run> ..." packs each run's policy into $OUT after the home (the miniature's: 4 parts, 55 MB,
+# beside the home's ~4 MB within a call's 64 MiB); copy them to .kerneldojo/gpu/parcels/ here, and carry that folder
+# in a later call of a session whose box has the site already (55 MB + the tracked tree fit 64 MiB, the site not):
+# each parcel is unpacked into its run's policy folder unless the home has one.
+for manifest in .kerneldojo/gpu/parcels/*.parcel.json; do
+  [ -e "$manifest" ] || continue
+  run=$(basename "$manifest" .parcel.json)
+  if [ ! -e "$KD_HOME/artifacts/$run/policy/config.json" ]; then
+    python3 -m benchmarks.policy_parcel unpack "$manifest" "$KD_HOME/artifacts/$run/policy"
+  fi
+done
+
 # The records, not the policies (100+ MB each: a call returns at most 64 MiB) nor the verifier's caches (builds,
 # kept reference trials of many GB, and the verdict store with its signing secret, which stays off git).
 pack_home() {
@@ -38,6 +51,9 @@ pack_home() {
   # the verdict store apart, unsigned (its secret stays on the box): commit it as runs/<name>-verdicts.jsonl.xz and
   # a stage cut short here goes on from its verdicts on the next box instead of judging everything again
   python3 -m flows.cli verdicts export "$OUT/verdicts.jsonl.xz" -c "$CONFIG" --set home="$KD_HOME" || true
+  for run in ${BRING_BACK:-}; do
+    python3 -m benchmarks.policy_parcel pack "$KD_HOME/artifacts/$run/policy" "$OUT" --name "$run" || true
+  done
 }
 
 # GPU_TESTS="expr" runs the gpu-marked tests matching it first (GPU_TESTS_S seconds at most).
