@@ -77,6 +77,10 @@ class VerifierConfig(StrictModel):
                                     "trials beyond keep only their outputs' digest and are made again by the "
                                     "reference for each candidate (KernelBench level 1 at full size: 12.8 GB a "
                                     "trial), checked against that digest")
+    candidate_threads: bool = Field(False, description="let a candidate's process start threads (std::thread, "
+                                    "OpenMP); off (isolation: namespaces): refused once its CUDA context is up, "
+                                    "before its code runs — a thread outlives the forward and can keep the device "
+                                    "or the CPUs busy while others are timed")
     spare_sandboxes: int = Field(4, ge=0, description="sandboxes started ahead of their candidates, per device, "
                                  "so process start and CUDA context creation are off the verdict's clock")
     cache_dir: str | None = Field(None, description="build + verdict cache; default <home>/cache/verifier "

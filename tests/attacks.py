@@ -79,6 +79,12 @@ def attacks(host: Host) -> dict[str, Attack]:
         "spawn_through_pointer": Attack(native(
             f'int (*run)(const char*) = std::system; int rc = run("touch {m}/spawned");\n  '
             + refused_unless("rc == 0", "spawned a shell")), V.runtime_error, markers=(f"{m}/spawned",)),
+        "thread_outliving_the_forward": Attack(native(  # it would keep the device or the CPUs busy while others
+            # are timed (the eager baseline); caught: the thread was not started
+            "bool started = false;\n  try { std::thread([] { for (volatile long i = 0; ; ++i) {} }).detach(); "
+            "started = true; } catch (const std::system_error&) {}\n  "
+            + refused_unless("started", "started a thread"), includes="#include <thread>\n#include <system_error>\n"),
+            V.runtime_error),
         "socket_through_pointer": Attack(native(
             "int (*make)(int, int, int) = socket; int fd = make(2, 1, 0);\n  "
             + refused_unless("fd >= 0", "opened a socket"), includes="extern \"C\" int socket/**/(int, int, int);\n"),

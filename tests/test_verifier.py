@@ -467,6 +467,25 @@ static void spin() { volatile double s = 0; while (calls.load() <= 2) { for (int
   auto xc = x.contiguous();""")
 
 
+def test_a_candidate_starts_no_thread(verifier_cache):
+    """The first wall: once the harness is up, a candidate's process starts no thread (seccomp: clone refused), so
+    nothing of it runs after its forward returns: the spinner's std::thread fails its trial, an honest kernel
+    passes. `verifier.candidate_threads: true` lets threads start (OpenMP kernels on the CPU)."""
+    base = ["verifier.run_timeout_s=20", "verifier.use_cache=false", "verifier.trials=2", "verifier.timed=false"]
+    verdicts = {}
+    for threads in ("false", "true"):
+        judge = Judge(load_config(None, [*base, f"verifier.candidate_threads={threads}"]).verifier, verifier_cache)
+        try:
+            verdicts[threads] = [judge.verify(problem(), candidate(name, source)) for name, source in
+                                 (("spinner", SPINS_BESIDE_THE_BASELINE), ("correct", None))]
+        finally:
+            judge.close()
+    (refused, honest), (spun, also_honest) = verdicts["false"], verdicts["true"]
+    assert refused.category == V.runtime_error and "trial 1" in refused.detail, refused.detail
+    assert "not permitted" in refused.detail.lower(), refused.detail
+    assert honest.category == also_honest.category == spun.category == V.passed, (honest.detail, spun.detail)
+
+
 def test_a_candidates_threads_are_stopped_while_the_baseline_is_timed_beside_it(verifier_cache):
     """Where timing takes the device alone (a GPU pool), every other candidate's sandbox on it is stopped while the
     eager baseline or a candidate is timed — the candidate whose judgement times the baseline too: its verdict
@@ -474,7 +493,8 @@ def test_a_candidates_threads_are_stopped_while_the_baseline_is_timed_beside_it(
     from verifier.judge import Devices
 
     cfg = load_config(None, ["verifier.run_timeout_s=20", "verifier.use_cache=false", "verifier.trials=2",
-                             "verifier.spare_sandboxes=0"]).verifier  # a spare started meanwhile is stopped too
+                             "verifier.spare_sandboxes=0",  # a spare started meanwhile is stopped too
+                             "verifier.candidate_threads=true"]).verifier  # the second wall, alone
     judge = Judge(cfg, verifier_cache)
     try:
         spinner = judge.verify(problem(), candidate("spinner", SPINS_BESIDE_THE_BASELINE),

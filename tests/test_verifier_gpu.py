@@ -300,9 +300,10 @@ def test_cuda_a_candidate_that_holds_the_gpus_memory_fails_no_neighbour(verifier
 def test_cuda_a_thread_that_keeps_the_gpu_busy_beside_the_baseline_gains_nothing(verifier_cache):
     """A correct kernel whose native thread, started at its last trial, launches spinning kernels until the
     forward is called again (its own timing): beside it, the eager baseline shares the GPU's time and looks
-    slower, and the candidate's speedup larger. A GPU pool times with the device alone: every other candidate's
-    sandbox stopped meanwhile, this one too while its problem's baseline is timed (`paused`); its speedup is an
-    honest kernel's, within the noise of two baselines."""
+    slower, and the candidate's speedup larger. Its thread is refused (the first wall); with threads let, a GPU
+    pool times with the device alone: every other candidate's sandbox stopped meanwhile, this one too while its
+    problem's baseline is timed (`paused`); its speedup is an honest kernel's, within the noise of two
+    baselines."""
     from verifier.judge import Devices
 
     spinner = cuda_candidate(replace=[
@@ -313,9 +314,16 @@ static std::atomic<int> calls{0};
 __global__ void spin_kernel(long long cycles) { long long start = clock64(); while (clock64() - start < cycles) { } }
 static void spin() { while (calls.load() <= 2) { spin_kernel<<<264, 1024>>>(2000000LL); cudaDeviceSynchronize(); } }"""),
         ("auto size = x.numel();", "if (calls.fetch_add(1) + 1 == 2) std::thread(spin).detach();\n    auto size = x.numel();")])
-    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=20", "verifier.use_cache=false",
-                             "verifier.trials=2", "verifier.spare_sandboxes=0"]).verifier
+    base = ["verifier.backend=cuda", "verifier.run_timeout_s=20", "verifier.use_cache=false", "verifier.trials=2",
+            "verifier.spare_sandboxes=0"]
     problem = example_problem("scale_shift", "cuda")
+    judge = Judge(load_config(None, base).verifier, verifier_cache)  # the first wall: it starts no thread
+    try:
+        refused = judge.verify(problem, spinner, static_rules=False)
+        assert refused.category == V.runtime_error and "not permitted" in refused.detail.lower(), refused.detail
+    finally:
+        judge.close()
+    cfg = load_config(None, [*base, "verifier.candidate_threads=true"]).verifier  # the second wall, alone
     speedups = {}
     for name, candidate in (("spinner", spinner), ("honest", cuda_candidate())):
         judge = Judge(cfg, verifier_cache)  # each its own baseline, timed beside it

@@ -926,7 +926,9 @@ class Judge:
         loading = _Loading(fallbacks=phases.build_fallbacks)  # the same list: the verdict reports it
         try:
             box.start({"source": candidate.source, "device": self._device_str(device_index),
-                       "init_inputs": dumps(reference.init_inputs), "init_seed": INIT_SEED, "num_threads": 1})
+                       "init_inputs": dumps(reference.init_inputs), "init_seed": INIT_SEED, "num_threads": 1,
+                       # no seccomp to stack one more rule on without the jail (trusted code only)
+                       "threads": self.config.candidate_threads or self.config.isolation == "none"})
             phases.mark("start")
             outcome = self._drive(box, problem, candidate.source, reference, devices, device_index, phases, loading)
             outcome.peak_memory = box.peak_memory_bytes()

@@ -26,7 +26,8 @@ from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
-HARNESS_VERSION = "5"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial
+HARNESS_VERSION = "6"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
+# candidate threads, failures a neighbour can cause judged again alone
 
 
 def _cores() -> int:
@@ -60,7 +61,7 @@ class VerdictCache:
     def key(self, problem: Problem, candidate: Candidate, config: VerifierConfig, base_seed: int) -> str:
         # `timed`: an untimed pass (correctness only, no speedup) must not answer for a timed judgement
         relevant = config.model_dump(include={"backend", "trials", "tolerance", "fast_build", "isolation",
-                                              "timing_noise", "timed"})
+                                              "timing_noise", "timed", "candidate_threads"})
         return content_hash(HARNESS_VERSION, problem.reference, candidate.source, json.dumps(relevant, sort_keys=True),
                             str(base_seed), length=24)
 

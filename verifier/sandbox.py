@@ -72,6 +72,27 @@ def _short_trace(exc: BaseException) -> str:
     return "\n".join(lines)[-MAX_TRACE:]
 
 
+_context: threading.Thread | None = None  # a cuda sandbox's context, made in the background while it waits
+
+
+def _forbid_threads() -> None:
+    """From here on no thread starts in this process (seccomp, stacked on the jail's: clone refused; processes
+    were already). A candidate's native thread outlives its forward: it could keep the GPU or the CPUs busy while
+    the judge times others — the eager baseline its speedup is measured against — or launch kernels that run
+    past the harness's synchronisation. Its CUDA context first (its driver starts threads of its own): a spare
+    sandbox made it while waiting for its job."""
+    import errno
+
+    import pyseccomp as sc
+
+    if _context is not None:
+        _context.join()
+    refuse = sc.SyscallFilter(defaction=sc.ALLOW)
+    refuse.add_rule(sc.ERRNO(errno.EPERM), "clone")
+    refuse.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")  # libc falls back to clone
+    refuse.load()
+
+
 def sandbox_main(conn, role: str, device: str, memory_limit_mb: int, plan: jail.JailPlan | None,
                  visible_gpu: str | None) -> None:
     """Entry point of every sandbox (possibly started before its job is known). Confines itself first;
@@ -89,8 +110,10 @@ def sandbox_main(conn, role: str, device: str, memory_limit_mb: int, plan: jail.
         _plain_limits(memory_limit_mb, device)
     try:
         if device == "cuda" and role != "build":
+            global _context
             os.environ["CUDA_VISIBLE_DEVICES"] = visible_gpu or "0"  # before CUDA's first use
-            threading.Thread(target=lambda: torch.empty(1, device="cuda"), daemon=True).start()
+            _context = threading.Thread(target=lambda: torch.empty(1, device="cuda"), daemon=True)
+            _context.start()
         job = conn.recv()
     except (EOFError, OSError, KeyboardInterrupt):  # the judge closed without using it
         return
@@ -184,6 +207,8 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
         stub = _cpp_extension_stub(send, recv, modules)
         sys.modules["torch.utils.cpp_extension"] = stub
         torch.utils.cpp_extension = stub
+        if not job.get("threads", True):
+            _forbid_threads()
     except Exception as exc:  # the harness itself failed: report, do not judge
         send(("load_error", {"kind": "harness", "message": _short_trace(exc), "log": ""}))
         return
