@@ -4,6 +4,7 @@
 #   bash scripts/box/chain.sh 560 chain-data.json --from-run hints-8e88... -- distill
 #   bash scripts/box/chain.sh 560 chain-seed0.json --from-run distill-... --set seed=0 --set evaluate.split=test \
 #       -- sft evaluate@sft rft evaluate@rft warmup_rl evaluate@warmup_rl leap_rl evaluate
+#   BRING_BACK_STAGES=warmup_rl bash scripts/box/chain.sh ...   # and its warmup policy comes back as a parcel
 . "$(dirname "$0")/common.sh"
 seconds=$1 state=$2; shift 2
 gpu_tests
@@ -15,4 +16,9 @@ timeout -k 10 "$left" python3 -m benchmarks.stage_chain --state "$KD_HOME/$state
   --deadline "${DEADLINE:-$(( left - 200 ))}" -c "$CONFIG" --set home="$KD_HOME" "$@" || rc=$?
 echo "stage_chain rc $rc at $(elapsed) s (124: the call's limit cut a step; the same command goes on)"
 cat "$KD_HOME/$state" || true
+# BRING_BACK_STAGES="warmup_rl": the policies of those steps of the state come back as parcels (common.sh)
+if [ -n "${BRING_BACK_STAGES:-}" ]; then
+  BRING_BACK="${BRING_BACK:-} $(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))
+print(" ".join(s[k] for k in sys.argv[2:] if k in s))' "$KD_HOME/$state" $BRING_BACK_STAGES)"
+fi
 pack_home
