@@ -79,7 +79,8 @@ class NNSmithSession:
         if ops:
             unknown = sorted(set(ops) - available)
             if unknown:
-                unsupported = [op for op in unknown if op in _op_names(model_type)]
+                known = _op_names(model_type)
+                unsupported = [op for op in unknown if op in known]
                 why = f" ({unsupported}: NNSmith's probe found them unsupported here, {PROBES} times)" \
                     if unsupported else ""
                 raise SynthesisConfigError(f"synthesize.ops: unknown NNSmith ops {unknown}{why}; available: "

@@ -807,9 +807,8 @@ class Judge:
         """The device alone for `timed`'s timed calls, where the pool times exclusively: the trials in flight
         there finished and none starts (Devices.timing), and every other candidate's sandbox there stopped
         (SandboxFactory.others_paused)."""
-        if devices is None or not devices.exclusive(device_index):
-            with devices.timing(device_index) if devices else nullcontext():
-                yield
+        if devices is None or not devices.exclusive(device_index):  # a CPU pool times beside its trials
+            yield
             return
         with devices.timing(device_index), self.sandboxes.others_paused(device_index, timed):
             yield

@@ -196,12 +196,9 @@ class Sandbox:
             self._paused_since = None
 
     def _signal_tree(self, sig: signal.Signals) -> None:
-        pids = Cgroups.processes(self.home.cgroups) | {self.proc.pid}  # the keeper, before its setpgrp too
-        try:
-            os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in pids:
+        """`sig` to its process group and keeper, and to each process of its cgroups (one that left the group)."""
+        self._signal_group(sig)
+        for pid in Cgroups.processes(self.home.cgroups):
             try:
                 os.kill(pid, sig)
             except (ProcessLookupError, PermissionError):
@@ -295,16 +292,18 @@ class Sandbox:
             return
         if self.home.cgroups:
             self.isolation.kill(self.home)
-        self._kill_group()
+        self._signal_group(signal.SIGKILL)
 
-    def _kill_group(self) -> None:
-        """SIGKILL to its process group (the keeper's, which setpgrp made) and to the keeper itself."""
+    def _signal_group(self, sig: signal.Signals) -> None:
+        """`sig` to its process group (the keeper's, which setpgrp made) and to the keeper itself (before its
+        setpgrp too; not once reaped: its pid may be another process's by now)."""
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
         try:
-            self.proc.kill()
+            if self.proc.exitcode is None:
+                os.kill(self.proc.pid, sig)
         except (OSError, ValueError):
             pass
 
@@ -332,7 +331,7 @@ class Sandbox:
             self.isolation.kill(self.home)
             self.proc.join(timeout=2)
         if self.proc.is_alive() or self.proc.exitcode is None:
-            self._kill_group()
+            self._signal_group(signal.SIGKILL)
             self.proc.join(timeout=5)
         self.conn.close()
         used = self._cgroup_cpu_seconds()
