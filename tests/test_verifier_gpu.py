@@ -6,7 +6,7 @@ Marked `gpu`: skipped where no CUDA device is visible (CI); run on a GPU box, re
 import pytest
 
 from schemas import load_config
-from schemas.records import Candidate
+from schemas.records import Candidate, Problem
 from schemas.records import VerdictCategory as V
 from tests.test_fastbuild import POLICY_MISTAKES
 from verifier.examples import example_candidate, example_problem
@@ -104,6 +104,19 @@ def test_cuda_pass_is_timed_against_eager_and_torch_compile(verdicts):
     assert v.device.startswith("NVIDIA") and v.pass_fraction == 1.0
     assert v.speedup_vs_eager and v.speedup_vs_eager > 0
     assert v.speedup_vs_compile and v.speedup_vs_compile > 0
+
+
+def test_cuda_torch_compile_baseline_is_timed_every_time(verifier_cache):
+    """The reference under torch.compile (compile workers forked beside it) copies each timed call's inputs
+    unpinned: pinned, about half of its timings failed on the H200 ("OS call failed") and the problem had no
+    torch.compile baseline. Five fresh judges, five baselines."""
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.spare_sandboxes=0"]).verifier
+    problem = example_problem("scale_shift", "cuda")
+    for _ in range(5):
+        with Judge(cfg, verifier_cache) as judge:
+            compiled = judge.baseline(problem, 0, compiled=True)
+            assert compiled is not None and compiled.seconds > 0
 
 
 def test_cuda_kernel_too_slow_to_time_passes_untimed(verdicts):
@@ -297,45 +310,106 @@ def test_cuda_a_candidate_that_holds_the_gpus_memory_fails_no_neighbour(verifier
         judge.close()
 
 
-def test_cuda_a_thread_that_keeps_the_gpu_busy_beside_the_baseline_gains_nothing(verifier_cache):
-    """A correct kernel whose native thread, started at its last trial, launches spinning kernels until the
-    forward is called again (its own timing): beside it, the eager baseline shares the GPU's time and looks
-    slower, and the candidate's speedup larger. Its thread is refused (the first wall); with threads let, a GPU
-    pool times with the device alone: every other candidate's sandbox stopped meanwhile, this one too while its
-    problem's baseline is timed (`paused`); its speedup is an honest kernel's, within the noise of two
-    baselines."""
-    from verifier.judge import Devices
+MATMUL_REFERENCE = """import torch
+import torch.nn as nn
 
-    spinner = cuda_candidate(replace=[
-        ("#include <cuda_runtime.h>", """#include <cuda_runtime.h>
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x @ x
+
+
+def get_inputs():
+    return [torch.randn(4096, 4096)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+# A correct, naive matmul whose native thread, started at its second forward (its last trial), launches kernels
+# that fill the GPU until its third (the warm-up of its own timing): the eager baseline is timed in between.
+SPINNING_MATMUL = r'''import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = """
+#include <torch/extension.h>
+#include <cuda_runtime.h>
 #include <thread>
 #include <atomic>
+
 static std::atomic<int> calls{0};
 __global__ void spin_kernel(long long cycles) { long long start = clock64(); while (clock64() - start < cycles) { } }
-static void spin() { while (calls.load() <= 2) { spin_kernel<<<264, 1024>>>(2000000LL); cudaDeviceSynchronize(); } }"""),
-        ("auto size = x.numel();", "if (calls.fetch_add(1) + 1 == 2) std::thread(spin).detach();\n    auto size = x.numel();")])
-    base = ["verifier.backend=cuda", "verifier.run_timeout_s=20", "verifier.use_cache=false", "verifier.trials=2",
-            "verifier.spare_sandboxes=0"]
-    problem = example_problem("scale_shift", "cuda")
-    judge = Judge(load_config(None, base).verifier, verifier_cache)  # the first wall: it starts no thread
-    try:
-        refused = judge.verify(problem, spinner, static_rules=False)
-        assert refused.category == V.runtime_error and "not permitted" in refused.detail.lower(), refused.detail
-    finally:
-        judge.close()
+static void spin() { while (calls.load() <= 2) { spin_kernel<<<264, 1024>>>(2000000LL); cudaDeviceSynchronize(); } }
+
+__global__ void matmul_kernel(const float* a, float* out, int n) {
+    int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    if (row < n && col < n) {
+        float sum = 0.f;
+        for (int k = 0; k < n; ++k) sum += a[row * n + k] * a[k * n + col];
+        out[row * n + col] = sum;
+    }
+}
+
+torch::Tensor matmul_cuda(torch::Tensor a) {
+    if (SPIN && calls.fetch_add(1) + 1 == 2) std::thread(spin).detach();
+    int n = a.size(0);
+    auto out = torch::empty_like(a);
+    matmul_kernel<<<dim3((n + 15) / 16, (n + 15) / 16), dim3(16, 16)>>>(a.data_ptr<float>(), out.data_ptr<float>(), n);
+    return out;
+}
+"""
+
+ext = load_inline(name="matmul_ext", cpp_sources="torch::Tensor matmul_cuda(torch::Tensor a);",
+                  cuda_sources=source, functions=["matmul_cuda"], verbose=False)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.matmul_cuda(x.contiguous())
+'''
+
+
+def test_cuda_a_thread_that_keeps_the_gpu_busy_beside_the_baseline_gains_nothing(verifier_cache):
+    """A correct kernel whose native thread keeps the GPU busy from its last trial to its own timing, when the
+    eager baseline it is measured against is timed: beside it, eager looks slower and the candidate's speedup
+    larger. Its thread is refused (the first wall); with threads let, a GPU pool that times exclusively stops
+    every other candidate's sandbox meanwhile (the second wall): eager is timed as if alone. The reference is
+    a matmul of 2+ ms (its time is the GPU's, not the harness's); eager's time is compared, not speedups (the
+    candidate's own time is not what the attack moves). Control: without the stop, the attack works."""
+    from verifier.judge import Devices
+
+    problem = Problem(id=Problem.make_id(MATMUL_REFERENCE), source="builtin", reference=MATMUL_REFERENCE,
+                      name="matmul_4096", op_families=["matmul"])
+
+    def candidate(spin: bool) -> Candidate:
+        source = SPINNING_MATMUL.replace("SPIN &&", "true &&" if spin else "false &&")
+        return Candidate(id=Candidate.make_id(problem.id, source, "cuda"), problem_id=problem.id, source=source,
+                         backend="cuda")
+
+    base = ["verifier.backend=cuda", "verifier.run_timeout_s=30", "verifier.use_cache=false", "verifier.trials=2",
+            "verifier.spare_sandboxes=0", "verifier.compare_torch_compile=false"]
+    with Judge(load_config(None, base).verifier, verifier_cache) as judge:  # the first wall: it starts no thread
+        refused = judge.verify(problem, candidate(True), static_rules=False)
+    assert refused.category == V.runtime_error and "not permitted" in refused.detail.lower(), refused.detail
+
     cfg = load_config(None, [*base, "verifier.candidate_threads=true"]).verifier  # the second wall, alone
-    speedups = {}
-    for name, candidate in (("spinner", spinner), ("honest", cuda_candidate())):
-        judge = Judge(cfg, verifier_cache)  # each its own baseline, timed beside it
-        try:
-            verdict = judge.verify(problem, candidate, Devices([0], exclusive_timing=True), static_rules=False)
-            assert verdict.category == V.passed, (name, verdict.detail)
-            speedups[name] = verdict.speedup_vs_eager
-            if name == "spinner":
-                assert verdict.phases.get("paused", 0) > 0, verdict.phases
-        finally:
-            judge.close()
-    assert speedups["spinner"] < 1.5 * speedups["honest"], speedups
+
+    def eager_seconds(spin: bool, exclusive: bool) -> float:
+        with Judge(cfg, verifier_cache) as judge:  # each its own eager baseline, timed beside the candidate
+            verdict = judge.verify(problem, candidate(spin), Devices([0], exclusive_timing=exclusive),
+                                   static_rules=False)
+        assert verdict.category == V.passed, (spin, exclusive, verdict.detail)
+        assert (verdict.phases.get("paused", 0) > 0) == exclusive, verdict.phases
+        return verdict.timing["eager_s"]
+
+    honest = [eager_seconds(False, True) for _ in range(2)]
+    beside = eager_seconds(True, False)
+    stopped = [eager_seconds(True, True) for _ in range(2)]
+    seen = {"honest": honest, "spinner, not stopped": beside, "spinner, stopped": stopped}
+    assert beside > 1.5 * max(honest), seen  # the attack is real
+    assert min(stopped) < 1.25 * max(honest), seen  # and stopped
 
 
 def test_cuda_attacks_that_break_the_reference_beside_them_are_their_own_failure(verifier_cache):

@@ -293,7 +293,7 @@ ROTATING_BUFFERS = 2  # timed calls alternate between this many input buffers, r
 
 
 def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, warmup: int, runs: int,
-                  outputs_path: str) -> None:
+                  outputs_path: str, pin: bool = True) -> None:
     """Warm up, tell the judge, wait for its `go` (with the staging buffer it fills with each call's inputs),
     run the timed calls, say `done`, report; then write the outputs of the timed calls the judge asks to see.
 
@@ -350,7 +350,7 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
             staging[0], staging[1] = map_shared_staging(fd, go[1])
         finally:
             os.close(fd)
-        if device != "cpu":  # page-locked in place: each refill is one DMA (unpinned: a slower staged copy)
+        if device != "cpu" and pin:  # page-locked in place: each refill is one DMA (unpinned: a staged copy)
             try:
                 registered[0] = int(torch.cuda.cudart().cudaHostRegister(staging[1].data_ptr(), go[1], 0)) == 0
             except (AttributeError, RuntimeError):
@@ -490,8 +490,11 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     fn = torch.compile(reference) if compiled else reference
                     if index not in kept_inputs:
                         raise RuntimeError(f"timing: trial {index} is not the latest trial run")
+                    # under torch.compile the process has compile workers forked beside it: page-locking the
+                    # staging there failed the first copy from it in about half the H200's compiled baselines
+                    # (cudaErrorOperatingSystem, 2026-12-03); a call's own time leaves the copy out, so unpinned
                     _serve_timing(conn, send, fn, kept_inputs[index], device, warmup, runs,
-                                  os.path.join(job["io_out"], "timed.bin"))
+                                  os.path.join(job["io_out"], "timed.bin"), pin=not compiled)
             else:
                 send(("protocol_error", f"unknown message {kind!r}"))
         except BaseException as exc:
