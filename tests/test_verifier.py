@@ -507,6 +507,27 @@ def test_a_candidates_threads_are_stopped_while_the_baseline_is_timed_beside_it(
         judge.close()
 
 
+def test_a_torch_compile_baseline_is_compiled_before_its_timing_and_tried_twice(verifier_cache, caplog):
+    """The reference under torch.compile is compiled in its sandbox (`compile`) before the device is taken alone
+    to time it: inductor's seconds to minutes held a GPU pool's device, every other candidate's sandbox stopped.
+    A compiled baseline that fails is tried once more in a fresh sandbox, then the problem has none (a warning,
+    the verdicts go on without a speedup against it)."""
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.trials=2", "verifier.spare_sandboxes=0"]).verifier
+    breaks_compile = REFERENCE.replace("import torch.nn as nn", "import torch.nn as nn\n\n\n"
+                                       "def _refused(*_, **__):\n    raise RuntimeError('no torch.compile here')\n\n\n"
+                                       "torch.compile = _refused")
+    broken = Problem(id=Problem.make_id(breaks_compile), source="test", reference=breaks_compile, name="no_compile")
+    with Judge(cfg, verifier_cache) as judge:
+        compiled = judge.baseline(problem(), 0, compiled=True)
+        assert compiled is not None and compiled.seconds > 0 and compiled.runs == judge.baseline(problem(), 0).runs
+        assert compiled.compile_seconds > 0.5  # inductor's compile, told apart from the timing it came before
+        with caplog.at_level("INFO", logger="kerneldojo.verifier"):
+            assert judge.baseline(broken, 0, compiled=True) is None
+            assert judge.baseline(broken, 0) is not None  # eager times as ever
+    tried = [r.getMessage() for r in caplog.records if "no torch.compile baseline for no_compile" in r.getMessage()]
+    assert len(tried) == 2 and "attempt 2 of 2" in tried[1] and "no torch.compile here" in tried[1], tried
+
+
 def test_untimed_verdicts_judge_correctness_alone(verifier_cache):
     """verifier.timed=false (a stage in untimed_stages): a pass is a pass with no speedup (reward 1), a wrong kernel
     is as wrong as ever, and no baseline is timed."""

@@ -428,6 +428,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
     device = job["device"]
     trial_path = os.path.join(job["io_out"], "trial.bin")
     kept_inputs: dict[int, list[Any]] = {}  # the latest trial's only (timing warms up on it): one trial's memory
+    compiled_model: list[Any] = []  # the reference under torch.compile, compiled by "compile" before "time"
 
     def model():
         torch.manual_seed(job["init_seed"])
@@ -483,11 +484,21 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 written = write_tensors(os.path.join(job["io_out"], "set.bin"),
                                         [x.cpu() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()])
                 send(("set", written))
+            elif kind == "compile":  # inductor's compile (seconds to minutes) before the device is taken alone
+                _, index = msg
+                if index not in kept_inputs:
+                    raise RuntimeError(f"compile: trial {index} is not the latest trial run")
+                start = _perf_counter()
+                with torch.no_grad():
+                    compiled_model[:] = [torch.compile(model())]
+                    compiled_model[0](*kept_inputs[index])
+                    if device != "cpu":
+                        torch.cuda.synchronize()
+                send(("compiled", _perf_counter() - start))
             elif kind == "time":
                 _, index, warmup, runs, compiled = msg
                 with torch.no_grad():
-                    reference = model()
-                    fn = torch.compile(reference) if compiled else reference
+                    fn = (compiled_model[0] if compiled_model else torch.compile(model())) if compiled else model()
                     if index not in kept_inputs:
                         raise RuntimeError(f"timing: trial {index} is not the latest trial run")
                     # under torch.compile the process has compile workers forked beside it: page-locking the
