@@ -413,7 +413,8 @@ def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache):
     cudaMalloc), or its time — and in an RL group every sibling it fails raises its own advantage. So a runtime
     error, a timeout or a module that could not load for want of memory, judged while another judgement ran, is
     judged again alone (its phases say `wait_alone`), and that verdict stands; a wrong output (no neighbour changes
-    one), a module with a plain error and a failure with no company are judged once. The GPU red team holds the
+    one), a module with a plain error, a runtime error that is the code's own mistake (an attribute it never
+    made, a shape that cannot be) and a failure with no company are judged once. The GPU red team holds the
     GPU's memory for real (tests/test_verifier_gpu.py)."""
     import threading
 
@@ -440,11 +441,15 @@ def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache):
         judge.reference(problem(), 0)
         once = judge.verify(problem(), candidate("raises_in_forward"))
         assert once.category == V.runtime_error and "wait_alone" not in once.phases, once.phases
-        wrong, broken_module, failed = beside_company(("wrong_output",), ("name_error", "undefined_name\n" + good()),
-                                                      ("raises_in_forward",))
-        for once_only in (wrong, broken_module):
+        wrong, broken_module, mistaken, misshapen, failed = beside_company(
+            ("wrong_output",), ("name_error", "undefined_name\n" + good()),
+            ("attribute_error", with_forward("return self.weights_it_never_made")),
+            ("shape_error", with_forward("return mod.fwd(x, self.w).view(-1)[:3].expand(4)")), ("raises_in_forward",))
+        for once_only in (wrong, broken_module, mistaken, misshapen):  # no neighbour causes these
             assert "wait_alone" not in once_only.phases, (once_only.category, once_only.phases)
         assert wrong.category == V.wrong_output and broken_module.category == V.compile_error
+        assert mistaken.category == misshapen.category == V.runtime_error, (mistaken.detail, misshapen.detail)
+        assert "AttributeError" in mistaken.detail and "expanded size" in misshapen.detail
         assert failed.category == V.runtime_error and "boom" in failed.detail
         assert failed.phases["wait_alone"] > 0.5, failed.phases  # it waited for the company to end
         starved_module, = beside_company(("starved", "raise RuntimeError('CUDA error: out of memory')\n" + good()))
