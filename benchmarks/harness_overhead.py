@@ -10,6 +10,8 @@ pattern's median per call and its ratio to the first (calls back to back):
     synchronized          torch.cuda.synchronize() before each (the GPU idle when the call is issued)
     flushed               time_calls' own pattern: the L2 flush, then synchronize, before each
     rotating inputs       time_calls with ROTATING_BUFFERS input buffers refilled by a copy before each
+    after 1 s idle        flushed, the GPU left idle for a second first (its clocks may have dropped)
+    after 0.2 s busy      flushed, the GPU kept busy by matmuls for 0.2 s first (as a neighbour's work leaves it)
     judged                the judge's eager baseline of the problem (sandbox, staging, its clock)
 
     python -m benchmarks.harness_overhead [--shape 4096 1024] [--runs 50]
@@ -20,13 +22,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import time
 
 
-def per_call(fn, runs: int, before=None) -> float:
+def per_call(fn, runs: int, before=None, warm: int = 5) -> float:
     import torch
 
     times = []
-    for i in range(runs + 5):
+    for i in range(runs + warm):
         if before is not None:
             before(i)
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -34,7 +37,7 @@ def per_call(fn, runs: int, before=None) -> float:
         fn(i)
         end.record()
         end.synchronize()
-        if i >= 5:  # the first calls warm up
+        if i >= warm:  # the first calls warm up
             times.append(begin.elapsed_time(end) / 1000.0)
     return statistics.median(times)
 
@@ -61,12 +64,30 @@ def main(argv: list[str] | None = None) -> None:
         flush.zero_()
         torch.cuda.synchronize()
 
+    def after(prelude) -> float:
+        """The flushed pattern's median over few calls, right after `prelude` (what the GPU did before)."""
+        samples = []
+        for _ in range(5):
+            prelude()
+            samples.append(per_call(call, 5, flushed, warm=0))
+        return statistics.median(samples)
+
+    square = torch.randn(4096, 4096, device="cuda")
+
+    def busy(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            square @ square
+            torch.cuda.synchronize()
+
     rows = {
         "back to back": per_call(call, args.runs),
         "synchronized": per_call(call, args.runs, lambda _: torch.cuda.synchronize()),
         "flushed": per_call(call, args.runs, flushed),
         "rotating inputs": time_calls(call, "cuda", 5, args.runs,
                                       prepare=lambda i: buffers[i % 3].copy_(staging, non_blocking=True)).seconds,
+        "after 1 s idle": after(lambda: time.sleep(1.0)),
+        "after 0.2 s busy": after(lambda: busy(0.2)),
     }
     try:
         rows["judged"] = judged_eager(args.shape)
