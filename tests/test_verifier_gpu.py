@@ -328,7 +328,8 @@ def get_init_inputs():
 """
 
 # A correct, naive matmul whose native thread, started at its second forward (its last trial), launches kernels
-# that fill the GPU until its third (the warm-up of its own timing): the eager baseline is timed in between.
+# of ~5 ms that fill the GPU until its third (the warm-up of its own timing): the eager baseline is timed in between
+# (kernels that long slow it whether the GPU time-slices contexts or runs their kernels in turn).
 SPINNING_MATMUL = r'''import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -341,7 +342,7 @@ source = """
 
 static std::atomic<int> calls{0};
 __global__ void spin_kernel(long long cycles) { long long start = clock64(); while (clock64() - start < cycles) { } }
-static void spin() { while (calls.load() <= 2) { spin_kernel<<<264, 1024>>>(2000000LL); cudaDeviceSynchronize(); } }
+static void spin() { while (calls.load() <= 2) { spin_kernel<<<264, 1024>>>(10000000LL); cudaDeviceSynchronize(); } }
 
 __global__ void matmul_kernel(const float* a, float* out, int n) {
     int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
