@@ -498,9 +498,11 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
             elif kind == "time":
                 _, index, warmup, runs, compiled = msg
                 with torch.no_grad():
-                    fn = (compiled_model[0] if compiled_model else torch.compile(model())) if compiled else model()
                     if index not in kept_inputs:
                         raise RuntimeError(f"timing: trial {index} is not the latest trial run")
+                    if compiled and not compiled_model:
+                        raise RuntimeError("timing: the reference under torch.compile was not compiled first")
+                    fn = compiled_model[0] if compiled else model()
                     # under torch.compile the process has compile workers forked beside it: page-locking the
                     # staging there failed the first copy from it in about half the H200's compiled baselines
                     # (cudaErrorOperatingSystem, 2026-12-03); a call's own time leaves the copy out, so unpinned
