@@ -279,7 +279,7 @@ def test_a_reference_check_says_where_its_time_went(verifier_cache):
         cost = pool.reference_cost()
         per_reference = [r.cost_seconds for r in pool.judge._references.values()]
     assert cost["references"] == 2
-    for phase in ("sandbox inputs", "sandbox forward", "sandbox scales", "sandbox write", "judge read", "judge keep"):
+    for phase in ("sandbox model", "sandbox inputs", "sandbox forward", "sandbox scales", "sandbox write", "judge read", "judge keep"):
         assert cost[phase] > 0, phase
     for spent in per_reference:
         phases = sum(v for k, v in spent.items() if k != "total")

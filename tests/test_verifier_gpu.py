@@ -119,6 +119,33 @@ def test_cuda_torch_compile_baseline_is_timed_every_time(verifier_cache):
             assert compiled is not None and compiled.seconds > 0
 
 
+def test_cuda_references_draw_their_inputs_on_the_device(verifier_cache):
+    """A full-size KernelBench input drawn by torch's serial CPU generator took 11-18 s a trial on the H200's host:
+    the reference's get_inputs runs with the device as torch's default, for its trials and its timing sets, and
+    every sandbox of the machine draws the same values from the judge's seed (a trial made again matches)."""
+    source = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+              "    def forward(self, x, made_on_device):\n        return x * made_on_device\n\n\n"
+              "def get_inputs():\n    x = torch.rand(1 << 20)\n"
+              "    return [x, torch.full((1,), float(x.is_cuda))]\n\n\ndef get_init_inputs():\n    return []\n")
+    problem = Problem(id=Problem.make_id(source), source="test", reference=source, name="drawn_where")
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.spare_sandboxes=0"]).verifier
+    with Judge(cfg, verifier_cache) as judge:
+        reference = judge.reference(problem, 0)
+        trials = [reference.stash.get(i) for i in range(2)]
+        eager = judge.baseline(problem, 0)
+        assert eager is not None and len(reference.sets) > 0
+        timing_set = reference.sets.get(0)
+        again = judge.reference(problem, 0)  # the same reference: its trials as the judge keeps them
+        assert again is reference
+    for x, flag, expected in trials:
+        assert float(flag) == 1.0 and expected.cpu().equal(x.cpu())
+    assert float(timing_set[1]) == 1.0
+    assert not trials[0][0].cpu().equal(trials[1][0].cpu())  # each trial its own seed
+    with Judge(cfg, verifier_cache) as fresh:  # another judge, other sandboxes: the same draws
+        assert fresh.reference(problem, 0).stash.get(0)[0].cpu().equal(trials[0][0].cpu())
+
+
 def test_cuda_kernel_too_slow_to_time_passes_untimed(verdicts):
     v = verdicts["too_slow_to_time"]
     assert v.timing.get("not_timed") == 1.0 and 0 < v.speedup_vs_eager < 0.02, v.detail

@@ -600,7 +600,7 @@ class Judge:
             cost["judge read"] += time.perf_counter() - read_from
             phases = metas.get("phases")
             told = {**(phases if isinstance(phases, dict) else {}), "forward": seconds if believable else None}
-            for phase in ("inputs", "forward", "scales", "write"):
+            for phase in ("model", "inputs", "forward", "scales", "write"):
                 value = told.get(phase)
                 if type(value) is float and math.isfinite(value) and 0 <= value < 1e6:
                     cost[f"sandbox {phase}"] += value
