@@ -23,7 +23,8 @@ DEFAULT_PROBLEMS = ["level1/21_Sigmoid.py", "level1/4_Matrix_vector_multiplicati
                     "level1/6_Matmul_with_large_K_dimension_.py", "level2/1_Conv2D_ReLU_BiasAdd.py"]
 
 
-def _drawn_on_host(module, device: str) -> list:
+def _drawn_on_host(module, device: str, seed: int) -> list:
+    torch.manual_seed(seed)
     made = list(module.get_inputs())
     moved = [x.to(device) if isinstance(x, torch.Tensor) else x for x in made]
     if device != "cpu":
@@ -31,8 +32,8 @@ def _drawn_on_host(module, device: str) -> list:
     return [made, moved]
 
 
-def _drawn_on_device(module, device: str) -> list:
-    moved = draw_inputs(module, device)
+def _drawn_on_device(module, device: str, seed: int) -> list:
+    moved = draw_inputs(module, device, seed)
     host = [x.cpu() if isinstance(x, torch.Tensor) else x for x in moved]
     if device != "cpu":
         torch.cuda.synchronize()
@@ -43,9 +44,8 @@ def _best_seconds(make, module, device: str, repeats: int) -> tuple[float, int]:
     """The fastest of `repeats` makings, and the bytes of one call's tensors."""
     best, nbytes = float("inf"), 0
     for seed in range(repeats):
-        torch.manual_seed(seed)
         start = time.perf_counter()
-        host, _ = make(module, device)
+        host, _ = make(module, device, seed)
         best = min(best, time.perf_counter() - start)
         nbytes = sum(x.nbytes for x in host if isinstance(x, torch.Tensor))
         del host, _

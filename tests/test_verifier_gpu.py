@@ -144,6 +144,11 @@ def test_cuda_references_draw_their_inputs_on_the_device(verifier_cache):
     assert not trials[0][0].cpu().equal(trials[1][0].cpu())  # each trial its own seed
     with Judge(cfg, verifier_cache) as fresh:  # another judge, other sandboxes: the same draws
         assert fresh.reference(problem, 0).stash.get(0)[0].cpu().equal(trials[0][0].cpu())
+        # a get_inputs with its own CPU generator cannot draw on the device: it draws on the host, as it did
+        own = source.replace("x = torch.rand(1 << 20)", "x = torch.rand(1 << 20, generator=torch.Generator())")
+        on_host = Problem(id=Problem.make_id(own), source="test", reference=own, name="own_generator")
+        x, flag, expected = fresh.reference(on_host, 0).stash.get(0)
+        assert float(flag) == 0.0 and not expected.cpu().any()
 
 
 def test_cuda_kernel_too_slow_to_time_passes_untimed(verdicts):

@@ -454,8 +454,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     if device != "cpu":
                         torch.cuda.synchronize()
                     model_seconds = lap()
-                    torch.manual_seed(seed)
-                    made = draw_inputs(module, device)
+                    made = draw_inputs(module, device, seed)
                     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in made]
                     # the judge's copy: one device-to-host copy (pageable memory; a 6 GB input takes ~1 s)
                     host_inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in made]
@@ -483,10 +482,9 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                                            "phases": phases}))
             elif kind == "timing_set":  # the inputs of one timed call, from the judge's seed
                 _, seed = msg
-                torch.manual_seed(seed)
                 written = write_tensors(os.path.join(job["io_out"], "set.bin"),
                                         [x.cpu() if isinstance(x, torch.Tensor) else x
-                                         for x in draw_inputs(module, device)])
+                                         for x in draw_inputs(module, device, seed)])
                 send(("set", written))
             elif kind == "compile":  # inductor's compile (seconds to minutes) before the device is taken alone
                 _, index = msg
@@ -518,14 +516,21 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
             send(("reference_error", _short_trace(exc)))
 
 
-def draw_inputs(module: types.ModuleType, device: str) -> list[Any]:
-    """The reference's get_inputs, its tensors made on `device`: KernelBench's `torch.rand(...)` on the host
-    draws one number at a time (torch's CPU generators are serial), 11-18 s for a full-size level-1 input of
-    6-8 GB on the H200's host (2026-12-03), where the device draws it in milliseconds. The same distributions
-    as KernelBench's harness (which draws on the host, then copies), other draws; the judge's seeds make them
-    the same in every sandbox of the machine."""
-    with torch.device(device):
-        return list(module.get_inputs())
+def draw_inputs(module: types.ModuleType, device: str, seed: int) -> list[Any]:
+    """The reference's get_inputs under `seed`, its tensors made on `device`: KernelBench's `torch.rand(...)` on
+    the host draws one number at a time (torch's CPU generators are serial), 11-18 s for a full-size level-1
+    input of 6-8 GB on the H200's host (2026-12-03), where the device draws it in milliseconds. The same
+    distributions as KernelBench's harness (which draws on the host, then copies), other draws; the judge's seeds
+    make them the same in every sandbox of the machine. A get_inputs that cannot draw on the device (its own CPU
+    generator) draws on the host, as it always does: the same choice in every sandbox."""
+    torch.manual_seed(seed)
+    if device != "cpu":
+        try:
+            with torch.device(device):
+                return list(module.get_inputs())
+        except Exception:  # noqa: BLE001 - the host's draw says what is wrong, if anything is
+            torch.manual_seed(seed)
+    return list(module.get_inputs())
 
 
 # -- analyses of untrusted references (verifier/analysis.py) -------------------------------------------
