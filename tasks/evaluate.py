@@ -229,8 +229,9 @@ def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalS
 def timing_protocol(config: PipelineConfig) -> str:
     """How the speedups of this evaluation were measured, to be read next to them."""
     v = config.verifier
+    drawn = "drawn on the GPU by the reference's get_inputs" if v.backend == "cuda" else "drawn by get_inputs"
     return (f"# Timing protocol\n\nbackend {v.backend}; {v.trials} correctness trials (fresh seed and inputs each, "
-            f"tolerance `{v.tolerance}`); speed: {v.timing_warmup} warm-up calls, then at least {v.timing_runs} "
+            f"{drawn}; tolerance `{v.tolerance}`); speed: {v.timing_warmup} warm-up calls, then at least {v.timing_runs} "
             "timed calls (more for short calls, towards 20 ms of timed work, at most 100), the median reported; "
             "CUDA events with the L2 cache flushed before every call on cuda, the judge's own clock around the "
             "timed calls; every timed call gets its own input set (rotated through judge-made sets, never "
