@@ -25,7 +25,7 @@ from schemas.config import PipelineConfig, accepted_parents, config_hash
 from schemas.records import Candidate, Problem, StageStatus, Verdict
 from tasks.prefect_ui import announce_stage_run, mlflow_run_link, prefect_flow_run, publish_summary
 from verifier.analysis import ReferenceAnalyser
-from verifier.pool import ReferenceBroken, VerifierPool, make_pool
+from verifier.pool import HARNESS_VERSION, ReferenceBroken, VerifierPool, make_pool
 from verifier.reward import correctness_first_reward
 from warehouse.home import Home
 from warehouse.process import Killed
@@ -379,6 +379,8 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
             logger = tracker.start_run(run.id, params=resolved, parent_run_id=mlflow_parent,
                                        tags={"kerneldojo.stage": stage, "kerneldojo.stage_run_id": run.id,
                                              "kerneldojo.parents": ",".join(parent_ids),
+                                             # verdicts of different harnesses are not one measurement
+                                             "kerneldojo.harness": HARNESS_VERSION,
                                              **run_tags(prefect_flow_run())})
             warehouse.set_mlflow_run(run.id, logger.run_id)
         ctx = StageContext(stage, run.id, config, home, warehouse, logger)
@@ -390,6 +392,7 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
         if ctx.samples:
             logger.log_json(ctx.samples, "sample_kernels.json")
         ctx.summary["wall_seconds"] = round(time.perf_counter() - started, 2)
+        ctx.summary.setdefault("harness", HARNESS_VERSION)
         logger.log_metrics({"stage/wall_seconds": ctx.summary["wall_seconds"]})
         logger.log_json(ctx.summary, "summary.json")
         warehouse.finish_stage_run(run.id, StageStatus.succeeded, summary=ctx.summary)

@@ -15,6 +15,7 @@ from schemas import STAGES, load_config
 from schemas.records import StageStatus
 from tasks.common import Home
 from training.core_algos import dcp_gate, rollout_rank, tournament_reward
+from verifier.pool import HARNESS_VERSION
 from warehouse.store import Warehouse, WarehouseError
 from warehouse.tracking import default_tracking_uri
 
@@ -119,6 +120,7 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
             "held_out/leap_rl/accuracy/turn_1", "held_out/leap_rl/fast_1/eager/turn_1"} <= set(parent_metrics)
     assert parents[0].data.params["home"] == str(Home.of(config).root)
     assert all(r.info.run_name == r.data.tags["kerneldojo.stage_run_id"] for r in children)
+    assert {r.data.tags["kerneldojo.harness"] for r in children} == {HARNESS_VERSION}  # which judge's verdicts
     assert all(len(r.data.tags.get("mlflow.source.git.commit", "")) == 40 for r in all_runs)
     by_id = {r.info.run_id: r for r in children}
     stages = [r for r in children if r.data.tags["kerneldojo.stage"] != "evaluate"]

@@ -61,6 +61,8 @@ gpu_tests() {
   [ -n "${GPU_TESTS:-}" ] || return 0
   timeout -k 5 "${GPU_TESTS_S:-240}" python3 -m pytest -q -p no:cacheprovider -m gpu -k "$GPU_TESTS" tests \
     > "$OUT/gputests.log" 2>&1 || true
-  grep -E "passed|failed|error" "$OUT/gputests.log" | grep -v "cpp_extension" | tail -15
+  # a run its timeout cut has no summary line: no match must not end the call (set -e, pipefail)
+  grep -E "passed|failed|error" "$OUT/gputests.log" | grep -v "cpp_extension" | tail -15 || true
+  grep -E "^E " "$OUT/gputests.log" | head -20 || true   # the first lines of each failure's assertion
   echo "gpu tests done at $(elapsed) s"
 }
