@@ -456,7 +456,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     model_seconds = lap()
                     made = draw_inputs(module, device, seed)
                     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in made]
-                    # the judge's copy: one device-to-host copy (pageable memory; a 6 GB input takes ~1 s)
+                    # the judge's copy: one device-to-host copy (pageable memory, GBs a second)
                     host_inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in made]
                     del made
                     if device != "cpu":
