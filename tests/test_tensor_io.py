@@ -25,6 +25,34 @@ def test_round_trip_keeps_values_shapes_strides_and_dtypes(tmp_path):
     assert describe([m for m in metas if "dtype" in m])[0] == ((4, 5), torch.float32)
 
 
+def test_a_second_write_appends_after_the_first_and_both_read_back(tmp_path):
+    """A reference trial writes its inputs before its forward (which may change them in place), then appends
+    the expected outputs to the same file: the offsets of both lists are the file's own."""
+    path = tmp_path / "trial.bin"
+    first, second = _values(), [torch.arange(10.0), "plain", torch.randn(3, 3).t()]
+    metas = write_tensors(path, first)
+    more = write_tensors(path, second, append=True)
+    back = read_tensors(path, [*metas, *more], nbytes_of(first) + nbytes_of(second))
+    for before, after in zip([*first, *second], back):
+        assert same_bytes(before, after) if isinstance(before, torch.Tensor) else after == before
+
+
+def test_a_device_tensor_goes_to_the_file_through_one_reused_buffer_in_chunks(tmp_path, monkeypatch):
+    """A device tensor's bytes go through a small host buffer, chunk by chunk (no whole host copy of GBs);
+    exercised here on host tensors, with chunks small enough to split them and a later tensor larger."""
+    import verifier.tensor_io as tensor_io
+
+    monkeypatch.setattr(tensor_io, "WRITE_CHUNK_BYTES", 1000)
+    values = [torch.randn(37), torch.randn(3001), torch.randn(250).to(torch.float64)]
+    staging = None
+    with open(tmp_path / "chunks.bin", "wb") as f:
+        for value in values:
+            staging = tensor_io._write_from_device(f, value.view(torch.uint8), staging)
+    assert staging.numel() == 1000  # grown once to the chunk size, then reused
+    data = (tmp_path / "chunks.bin").read_bytes()
+    assert data == b"".join(v.numpy().tobytes() for v in values)
+
+
 def test_same_bytes_sees_nan_as_equal_and_any_change_as_different():
     a = torch.tensor([1.0, float("nan")])
     assert same_bytes(a, a.clone())

@@ -3,6 +3,7 @@
 import time
 
 import pytest
+import torch
 
 from schemas import load_config
 from schemas.records import Candidate, Problem
@@ -288,6 +289,23 @@ def test_a_reference_check_says_where_its_time_went(verifier_cache):
     with LocalVerifierPool(cfg, verifier_cache) as pool:  # remembered: nothing ran
         assert pool.check_references(problems) == {}
         assert pool.reference_cost() == {}
+
+
+def test_a_reference_that_changes_its_inputs_in_place_hands_the_judge_the_inputs_as_drawn(verifier_cache):
+    """The judge gives a candidate the trial's inputs as get_inputs drew them, not as the reference's forward
+    left them: `x.mul_(2)` in place, then the expected output is twice the inputs the judge keeps (were they
+    written after the forward, an honest kernel would be handed 2x and judged against 2x)."""
+    source = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+              "    def forward(self, x):\n        return x.mul_(2)\n\n\n"
+              "def get_inputs():\n    return [torch.rand(64)]\n\n\ndef get_init_inputs():\n    return []\n")
+    in_place = Problem(id=Problem.make_id(source), source="test", reference=source, name="in_place")
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2", "verifier.use_cache=false"]).verifier
+    with Judge(cfg, verifier_cache) as judge:
+        reference = judge.reference(in_place, 0)
+        trials = [reference.stash.get(i) for i in range(2)]
+    for x, expected in trials:
+        assert torch.equal(expected, 2 * x)
+    assert not torch.equal(trials[0][0], trials[1][0])
 
 
 def test_a_reference_that_ran_is_remembered_by_the_next_pool_and_a_broken_one_checked_again(tmp_path):

@@ -28,6 +28,7 @@ from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
 HARNESS_VERSION = "7"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
 # candidate threads, failures a neighbour can cause judged again alone; 7: references' inputs drawn on the device
+# and handed to the judge as drawn (before a forward that changes them in place)
 
 
 def _cores() -> int:

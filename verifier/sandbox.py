@@ -456,12 +456,15 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     model_seconds = lap()
                     made = draw_inputs(module, device, seed)
                     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in made]
-                    # the judge's copy: one device-to-host copy (pageable memory, GBs a second)
-                    host_inputs = [x.cpu() if isinstance(x, torch.Tensor) else x for x in made]
-                    del made
                     if device != "cpu":
                         torch.cuda.synchronize()
                     inputs_seconds = lap()
+                    # the inputs as drawn, for the judge, before a forward can change them in place; written
+                    # from where they were drawn (write_tensors streams a device tensor through one small host
+                    # buffer: no whole host copy of GBs at full size)
+                    written = write_tensors(trial_path, made)
+                    del made
+                    write_seconds = lap()
                     expected = to_list(reference(*inputs))
                     if device != "cpu":
                         torch.cuda.synchronize()
@@ -472,19 +475,17 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 scales_seconds = lap()
                 kept_inputs.clear()
                 kept_inputs[index] = inputs
-                written = write_tensors(trial_path, [*host_inputs, *expected])
-                del host_inputs, expected
+                written_expected = write_tensors(trial_path, expected, append=True)
+                del expected
                 # where a full-size trial's time goes (a diagnosis the judge logs, never believed for limits)
                 phases = {"model": model_seconds, "inputs": inputs_seconds, "scales": scales_seconds,
-                          "write": lap()}
-                send(("trial_out", index, {"inputs": written[:len(inputs)], "expected": written[len(inputs):],
+                          "write": write_seconds + lap()}
+                send(("trial_out", index, {"inputs": written, "expected": written_expected,
                                            "forward_seconds": forward_seconds, "scales": scales,
                                            "phases": phases}))
             elif kind == "timing_set":  # the inputs of one timed call, from the judge's seed
                 _, seed = msg
-                written = write_tensors(os.path.join(job["io_out"], "set.bin"),
-                                        [x.cpu() if isinstance(x, torch.Tensor) else x
-                                         for x in draw_inputs(module, device, seed)])
+                written = write_tensors(os.path.join(job["io_out"], "set.bin"), draw_inputs(module, device, seed))
                 send(("set", written))
             elif kind == "compile":  # inductor's compile (seconds to minutes) before the device is taken alone
                 _, index = msg

@@ -24,6 +24,7 @@ MAX_DIMS = 16
 # count twice against the sandbox (cache + its own copy) — its peak memory, and its memory limit, would depend on
 # the machine's cache pressure instead of on its own work. Every file read here is read once.
 READ_CHUNK_BYTES = 64 << 20
+WRITE_CHUNK_BYTES = 64 << 20  # a device tensor's bytes go to the file through a host buffer of this size
 DTYPES: dict[str, torch.dtype] = {
     str(d).removeprefix("torch."): d
     for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -42,11 +43,13 @@ def _span_elements(shape: list[int], stride: list[int]) -> int:
     return 1 + sum((size - 1) * st for size, st in zip(shape, stride))
 
 
-def write_tensors(path: str | Path, values: list[Any]) -> list[dict[str, Any]]:
-    """Write tensors' storage spans to `path`; non-tensors travel in the metadata as `{"value": v}`."""
+def write_tensors(path: str | Path, values: list[Any], append: bool = False) -> list[dict[str, Any]]:
+    """Write tensors' storage spans to `path` (after what it holds, with `append`); non-tensors travel in the
+    metadata as `{"value": v}`."""
     metas: list[dict[str, Any]] = []
-    offset = 0
-    with open(path, "wb") as f:
+    offset = os.path.getsize(path) if append else 0
+    staging: torch.Tensor | None = None
+    with open(path, "ab" if append else "wb") as f:
         for value in values:
             if not isinstance(value, torch.Tensor):
                 metas.append({"value": value})
@@ -57,9 +60,11 @@ def write_tensors(path: str | Path, values: list[Any]) -> list[dict[str, Any]]:
             f.write(b"\0" * pad)
             offset += pad
             if span:
-                data = value.detach().as_strided((span,), (1,), value.storage_offset())
-                raw = data.cpu().contiguous().view(torch.uint8)
-                f.write(raw.numpy().data)
+                raw = value.detach().as_strided((span,), (1,), value.storage_offset()).view(torch.uint8)
+                if raw.device.type == "cpu":
+                    f.write(raw.numpy().data)
+                else:
+                    staging = _write_from_device(f, raw, staging)
                 nbytes = raw.numel()
             else:
                 nbytes = 0
@@ -67,6 +72,22 @@ def write_tensors(path: str | Path, values: list[Any]) -> list[dict[str, Any]]:
                           "offset": offset})
             offset += nbytes
     return metas
+
+
+def _write_from_device(f: Any, raw: torch.Tensor, staging: torch.Tensor | None) -> torch.Tensor:
+    """A device tensor's bytes, through one host buffer of WRITE_CHUNK_BYTES reused chunk after chunk: a whole
+    host copy first (`.cpu()`) would fault in GBs of fresh memory at full size (~1.5 GB/s), then copy them
+    again into the file, and count them against the writer's memory limit beside the file's own pages."""
+    if staging is None:
+        staging = torch.empty(min(WRITE_CHUNK_BYTES, raw.numel()), dtype=torch.uint8)
+    for start in range(0, raw.numel(), WRITE_CHUNK_BYTES):
+        piece = raw[start:start + WRITE_CHUNK_BYTES]
+        if piece.numel() > staging.numel():
+            staging = torch.empty(piece.numel(), dtype=torch.uint8)
+        chunk = staging[:piece.numel()]
+        chunk.copy_(piece)
+        f.write(chunk.numpy().data)
+    return staging
 
 
 def _checked(meta: Any) -> tuple[torch.dtype, list[int], list[int], int, int]:
