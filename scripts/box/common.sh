@@ -56,7 +56,9 @@ pack_home() {
   done
 }
 
-# GPU_TESTS="expr" runs the gpu-marked tests matching it first (GPU_TESTS_S seconds at most).
+# GPU_TESTS="expr" runs the gpu-marked tests matching it first (GPU_TESTS_S seconds at most); with
+# GPU_TESTS_MUST_PASS=1 a failure (or a run with no summary) ends the call there, before a chain spends the
+# device time on a judge the tests just found broken.
 gpu_tests() {
   [ -n "${GPU_TESTS:-}" ] || return 0
   timeout -k 5 "${GPU_TESTS_S:-240}" python3 -m pytest -q -p no:cacheprovider -m gpu -k "$GPU_TESTS" tests \
@@ -65,4 +67,9 @@ gpu_tests() {
   grep -E "passed|failed|error" "$OUT/gputests.log" | grep -v "cpp_extension" | tail -15 || true
   grep -E "^E " "$OUT/gputests.log" | head -20 || true   # the first lines of each failure's assertion
   echo "gpu tests done at $(elapsed) s"
+  if [ -n "${GPU_TESTS_MUST_PASS:-}" ] && { grep -qE "[0-9]+ (failed|error)" "$OUT/gputests.log" \
+      || ! grep -qE "[0-9]+ passed" "$OUT/gputests.log"; }; then
+    echo "GPU tests did not pass: stopping here (GPU_TESTS_MUST_PASS)"
+    exit 3
+  fi
 }
