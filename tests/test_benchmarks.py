@@ -284,6 +284,7 @@ def test_learning_curve_tables_finished_chains_over_seeds(tmp_path, capsys):
         sft = finished("sft", ["distill-x"])
         evaluated = finished("evaluate", [sft], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_3,
                                                  "faster_rate": 0.5, "problems": 124,
+                                                 **({"harness": "7"} if seed else {}),
                                                  "metrics": {"category/turn_1/wrong_output": 0.5 - turn_1 / 2,
                                                              "category/turn_1/compile_error": 0.5 - turn_1 / 2}})
         files.append(tmp_path / f"chain-seed{seed}.json")
@@ -292,6 +293,7 @@ def test_learning_curve_tables_finished_chains_over_seeds(tmp_path, capsys):
     printed = capsys.readouterr().out
     row = next(line for line in printed.splitlines() if line.startswith("| sft |"))
     assert "| 0.500 ± 0.354 | 0.750 ± 0.354 | 0.500 ± 0.000 | 124 |" in row, row
+    assert row.endswith("| <=6/7 |"), row  # the harnesses that judged the seeds, one before they were recorded
     assert not any(line.startswith("| rft |") for line in printed.splitlines())  # not evaluated: no row
     mix = [line for line in printed.splitlines() if line.startswith("| sft |")][1]  # what turn 1 failed with
     assert mix == "| sft | 0.250 | 0.250 | - | - | - |", mix

@@ -187,6 +187,7 @@ def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):
     assert leap["timed"] is True and "faster_rate" in leap
     assert all(v["speedup_vs_eager"] is None for v in wh.verdict_rows(runs["evaluate@sft"]))
     assert table.splitlines()[2].split("|")[4].strip() == "-"
+    assert table.splitlines()[2].split("|")[7].strip() == HARNESS_VERSION  # which harness judged it
 
 
 def test_evaluate_takes_any_policy_stage_and_nothing_else(demo):
