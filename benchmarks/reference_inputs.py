@@ -1,6 +1,6 @@
 """How long a KernelBench reference's inputs take to make: drawn on the host and copied to the device
-(KernelBench's harness, and ours before harness 7) against drawn on the device and copied back for the judge
-(`verifier.sandbox.draw_inputs`, what a reference sandbox does now). Full-size level-1 inputs are 1-8 GB, and
+(KernelBench's harness, and ours before harness 7) against drawn on the device (`verifier.sandbox.draw_inputs`,
+what a reference sandbox does now) and copied back to the host whole (the sandbox streams them to its file). Full-size level-1 inputs are 1-8 GB, and
 torch's CPU generators are serial: on the H200's host a trial's inputs took 11-18 s (2026-12-03, kb.log).
 
     python -m benchmarks.reference_inputs [--kernelbench DIR] [--problem NAME ...] [--repeats N]

@@ -70,7 +70,7 @@ class TensorStash:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
         try:
-            metas = write_tensors(path, values)  # device tensors are written from host copies
+            metas = write_tensors(path, values)  # device tensors go through one small host buffer
         except BaseException:  # a disk that filled mid-write (ENOSPC, EFBIG) keeps no half entry
             path.unlink(missing_ok=True)
             raise

@@ -49,7 +49,9 @@ def _harnesses(rows: list[dict]) -> str:
     """The verifier harnesses that judged these evaluations (seeds judged by different ones are not quite one
     measurement); "<=6" for one recorded before evaluations said (harness 7)."""
     known = sorted({str(r["harness"]) for r in rows if "harness" in r}, key=lambda v: (len(v), v))
-    return "/".join(["<=6"] * any("harness" not in r for r in rows) + known)
+    if any("harness" not in r for r in rows):
+        known.insert(0, "<=6")
+    return "/".join(known)
 
 
 FAILURES = ("wrong_output", "compile_error", "runtime_error", "timeout", "illegal")
