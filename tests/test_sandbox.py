@@ -15,7 +15,7 @@ import pytest
 from schemas import load_config
 from schemas.records import Candidate
 from schemas.records import VerdictCategory as V
-from tests.attacks import SECRET_TEXT, Host, attacks
+from tests.attacks import SECRET_TEXT, Host, attacks, native
 from tests.kernels import REFERENCE, candidate, good, problem
 from verifier.isolation import SANDBOX_UID_BASE
 from verifier.judge import Judge
@@ -555,18 +555,34 @@ def test_a_sandbox_the_machines_memory_killed_is_judged_again_never_charged(tmp_
             path.write_text(cap)
 
 
-def test_a_sandbox_over_its_own_limit_is_the_candidates_out_of_memory(tmp_path):
+# Past its own memory limit two ways: in its address space (on the cpu backend the address-space limit comes
+# first), and in its output (its log, a file of its tmpfs, which no address-space limit sees) and then memory
+# within its address space: only its cgroup stops that, with the kernel's OOM killer
+GLUTTONS = {
+    "holds_2500_mb": good().replace("super().__init__()", "super().__init__()\n        self.held = b'x' * (2500 << 20)"),
+    "output_then_memory_2500_mb": native(
+        '  std::string block(1 << 20, \'x\');\n'  # its output goes to its log, a file of its tmpfs
+        '  for (int i = 0; i < 1500; ++i) std::fwrite(block.data(), 1, block.size(), stdout);\n'
+        '  std::fflush(stdout);\n'
+        '  std::string held(1000u << 20, \'y\');\n'
+        '  TORCH_CHECK(false, "2,500 MB held beyond a 2,048 MB limit", held.size());'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GLUTTONS))
+def test_a_sandbox_over_its_own_limit_is_the_candidates_out_of_memory(tmp_path, name):
     """The other side of the line: a candidate that outgrows its own verifier.memory_limit_mb is stopped by its
-    own limits (on the cpu backend the address-space limit comes first; on cuda its cgroup's) and that is its
-    verdict, a runtime error, judged once and not made again."""
+    own limits and that is its verdict, a runtime error, judged once and not made again — never taken for a
+    starved sandbox, which would be judged again alone and then fail the whole stage as the machine's fault (on
+    cgroup v1 with swap accounting the kernel counts hitting the limit in memsw.failcnt, not in failcnt: every
+    candidate killed at its own limit there once looked starved, 2026-12-03)."""
     from verifier.isolation import Cgroups
 
     if Cgroups.detect() is None:
         pytest.skip("no usable cgroup memory controller here")
     cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
                              "verifier.trials=2", "verifier.timed=false"]).verifier
-    glutton = candidate("holds_2500_mb", good().replace(
-        "super().__init__()", "super().__init__()\n        self.held = b'x' * (2500 << 20)"))
+    glutton = candidate(name, GLUTTONS[name])
     with Judge(cfg, tmp_path / "cache") as judge:
         start = time.monotonic()
         verdict = judge.verify(problem(), glutton)

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from verifier.tensor_io import TamperedData, describe, nbytes_of, read_tensors, same_bytes, write_tensors
+from verifier.tensor_io import (TamperedData, describe, map_copy_on_write, nbytes_of, read_tensors, same_bytes,
+                                write_tensors)
 
 
 def _values():
@@ -35,6 +36,21 @@ def test_a_second_write_appends_after_the_first_and_both_read_back(tmp_path):
     back = read_tensors(path, [*metas, *more], nbytes_of(first) + nbytes_of(second))
     for before, after in zip([*first, *second], back):
         assert same_bytes(before, after) if isinstance(before, torch.Tensor) else after == before
+
+
+def test_a_copy_on_write_mapping_gives_the_values_and_keeps_its_writes_out_of_the_file(tmp_path):
+    """A reference's host inputs are a private mapping of the file the judge reads them from: the same values,
+    the file's pages shared until written, and a forward that changes them in place changes its own copy."""
+    path = tmp_path / "trial.bin"
+    values = _values()
+    metas = write_tensors(path, values)
+    mapped = map_copy_on_write(path, metas)
+    for before, after in zip(values, mapped):
+        assert same_bytes(before, after) if isinstance(before, torch.Tensor) else after == before
+    mapped[0].mul_(2)
+    assert torch.equal(mapped[0], values[0] * 2)
+    assert same_bytes(read_tensors(path, metas[:1], nbytes_of(values))[0], values[0])  # the file does not
+    assert map_copy_on_write(path, [{"value": 3}]) == [3]
 
 
 def test_a_device_tensor_goes_to_the_file_through_one_reused_buffer_in_chunks(tmp_path, monkeypatch):

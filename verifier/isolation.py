@@ -95,6 +95,9 @@ def remove_dead_judges_directories(root: Path) -> int:
     return removed
 
 
+LIMIT_CHARGE_SLACK = 4 << 20  # the most one charge adds (a 2 MB huge page), twice: a peak this close is at the limit
+
+
 class Cgroups:
     """Memory and process limits for a sandbox's whole process tree: cgroup v2, or v1's memory and pids
     hierarchies. `detect()` is None where neither can be used (then rlimits are the only limits)."""
@@ -245,18 +248,35 @@ class Cgroups:
     def starved(leaves: tuple[str, ...]) -> bool:
         """Whether the OOM killer killed a process of this sandbox while the sandbox stayed within its own limit:
         the machine, or the sandboxes' share of it (`cap_total`), ran out; no fault of the code inside. (The kernel
-        counts an OOM kill in the victim's group whoever ran out; a group that reached its own limit counts
-        that too: v2's `oom` event, v1's failcnt.)"""
+        counts an OOM kill in the victim's group whoever ran out.)"""
         for leaf in map(Path, leaves):
             try:
                 if (leaf / "memory.events").exists():  # v2
                     events = dict(line.split() for line in (leaf / "memory.events").read_text().splitlines())
-                    return int(events.get("oom_kill", 0)) > 0 and int(events.get("oom", 0)) == 0
-                if (leaf / "memory.oom_control").exists():  # v1
+                    killed, own = int(events.get("oom_kill", 0)) > 0, int(events.get("oom", 0)) > 0
+                elif (leaf / "memory.oom_control").exists():  # v1
                     control = dict(line.split() for line in (leaf / "memory.oom_control").read_text().splitlines())
-                    return int(control.get("oom_kill", 0)) > 0 and int((leaf / "memory.failcnt").read_text()) == 0
+                    killed, own = int(control.get("oom_kill", 0)) > 0, False
+                else:
+                    continue
+                return killed and not (own or Cgroups._peak_reached_limit(leaf))
             except (OSError, ValueError):
                 return False
+        return False
+
+    @staticmethod
+    def _peak_reached_limit(leaf: Path) -> bool:
+        """Whether the group's peak came within a charge of its own limit (memory, or memory+swap, which `create`
+        limits too). Not the failure counters: on cgroup v1 with swap accounting the kernel charges memory+swap
+        first and, since 6.x, counts neither failcnt (2026-12-03, kernel 6.18: a sandbox killed at its own limit
+        showed failcnt 0 and memsw.failcnt 0, and looked starved — any candidate could fail a stage so)."""
+        pairs = (("memory.peak", "memory.max"), ("memory.max_usage_in_bytes", "memory.limit_in_bytes"),
+                 ("memory.memsw.max_usage_in_bytes", "memory.memsw.limit_in_bytes"))
+        for peak_name, limit_name in pairs:
+            if (leaf / peak_name).exists() and (leaf / limit_name).exists():
+                limit = (leaf / limit_name).read_text().strip()
+                if limit.isdigit() and int((leaf / peak_name).read_text()) >= int(limit) - LIMIT_CHARGE_SLACK:
+                    return True
         return False
 
     def leftovers(self) -> list[Path]:

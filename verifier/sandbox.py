@@ -33,7 +33,8 @@ from verifier import jail
 from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
-from verifier.tensor_io import map_shared_staging, read_tensors, tensors_in, write_tensors
+from verifier.tensor_io import (map_copy_on_write, map_shared_staging, read_tensors, tensors_in,
+                                write_tensors)
 from verifier.timing import time_calls as _time_calls
 
 MAX_TRACE = 4000
@@ -443,6 +444,9 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
         try:
             if kind == "trial":
                 _, index, seed = msg
+                # the previous trial's inputs go before this trial's are drawn: one trial's inputs at a time
+                kept_inputs.clear()
+                inputs = None
                 clock = [_perf_counter()]
 
                 def lap() -> float:
@@ -455,14 +459,21 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                         torch.cuda.synchronize()
                     model_seconds = lap()
                     made = draw_inputs(module, device, seed)
-                    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in made]
                     if device != "cpu":
+                        made = [x.to(device) if isinstance(x, torch.Tensor) else x for x in made]
                         torch.cuda.synchronize()
                     inputs_seconds = lap()
                     # the inputs as drawn, for the judge, before a forward can change them in place; written
                     # from where they were drawn (write_tensors streams a device tensor through one small host
-                    # buffer: no whole host copy of GBs at full size)
+                    # buffer: no whole host copy of GBs at full size), to a new file (the judge removes each
+                    # once read; a file truncated under the mapping below would fault)
+                    if os.path.exists(trial_path):
+                        os.unlink(trial_path)
                     written = write_tensors(trial_path, made)
+                    # on the host, the forward runs on a copy-on-write mapping of that file, not on the drawn
+                    # tensors: one copy of a trial's inputs in the sandbox (its tmpfs pages count against its
+                    # memory limit too), and a forward that changes them in place changes its own copy only
+                    inputs = map_copy_on_write(trial_path, written) if device == "cpu" else made
                     del made
                     write_seconds = lap()
                     expected = to_list(reference(*inputs))
@@ -473,7 +484,6 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 scales = reassociation_scales(reference, inputs, expected)
                 del reference
                 scales_seconds = lap()
-                kept_inputs.clear()
                 kept_inputs[index] = inputs
                 written_expected = write_tensors(trial_path, expected, append=True)
                 del expected

@@ -228,6 +228,22 @@ def map_shared_staging(fd: int, nbytes: int) -> tuple[Any, torch.Tensor]:
     return mapping, torch.frombuffer(mapping, dtype=torch.uint8, count=nbytes)
 
 
+def map_copy_on_write(path: str | Path, metas: list[Any]) -> list[Any]:
+    """The values `metas` describe, tensors as views of a private (copy-on-write) mapping of `path`, which this
+    process wrote itself: they share the file's pages until written to, and a write lands in this process's own
+    copy, never in the file. For a writer that must keep what it wrote (a reference's inputs on the host, for
+    its forward and its timing, beside the file the judge reads them from), one copy of the bytes instead of
+    two. The file must not be truncated while the views live (replace it with a new file instead)."""
+    import mmap
+    size = bytes_spanned(metas)
+    if not size:
+        return tensors_in(torch.empty(0, dtype=torch.uint8), metas)
+    with open(path, "rb") as f:
+        mapping = mmap.mmap(f.fileno(), size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    # the tensors hold the mapping (torch.frombuffer keeps its buffer alive): unmapped when the last is gone
+    return tensors_in(torch.frombuffer(mapping, dtype=torch.uint8, count=size), metas)
+
+
 def nbytes_of(values: list[Any]) -> int:
     """Bytes `write_tensors` needs for these values, padding included (an upper bound)."""
     total = 0
@@ -248,4 +264,4 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 __all__ = ["TamperedData", "write_tensors", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
-           "map_shared_staging", "describe", "nbytes_of", "same_bytes"]
+           "map_shared_staging", "map_copy_on_write", "describe", "nbytes_of", "same_bytes"]
