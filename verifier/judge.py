@@ -37,7 +37,8 @@ from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, Loca
 from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
 from verifier.isolation import remove_dead_judges_directories
-from verifier.sandboxes import Sandbox, SandboxFactory, SandboxStarved, SandboxStartError, cpu_accounting
+from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxStarved, SandboxStartError, cpu_accounting,
+                                quote)
 from verifier.stash import STASH_MEMORY_BYTES, TensorStash, digest, private_directory
 from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, describe, nbytes_of, read_tensors, same_bytes,
                                write_tensors)
@@ -547,7 +548,8 @@ class Judge:
         key = (problem.id, device_index)
         with self._once(("reference", *key)):
             if key not in self._references:
-                self._references[key] = self._run_reference(problem, device_index)
+                with _reference_replies(problem):
+                    self._references[key] = self._run_reference(problem, device_index)
                 with self._lock:
                     self._ran.add(problem.id)
             return self._references[key]
@@ -584,7 +586,8 @@ class Judge:
         box.send(("trial", index, seed))
         msg = box.receive(self.config.run_timeout_s)
         read_from = time.perf_counter()
-        if msg is None or msg[0] != "trial_out" or len(msg) != 3 or msg[1] != index or not isinstance(msg[2], dict):
+        if msg is None or msg[0] != "trial_out" or len(msg) != 3 or type(msg[1]) is not int or msg[1] != index \
+                or not isinstance(msg[2], dict):
             raise ReferenceError(f"problem {problem.name or problem.id}: the reference failed in trial {index}: "
                                  f"{_reference_failure(msg, box)}")
         metas = msg[2]
@@ -725,14 +728,16 @@ class Judge:
         key = (problem.id, device_index, compiled)
         with self._once(("baseline", *key)):
             if key not in self._baselines and not compiled:
-                self._baselines[key] = self._time_reference(problem, device_index, None, devices)
+                with _reference_replies(problem):
+                    self._baselines[key] = self._time_reference(problem, device_index, None, devices)
             elif key not in self._baselines:
                 eager = self.baseline(problem, device_index, devices=devices)
                 # torch.compile in a sandbox fails now and then where a second attempt runs (the H200: a
                 # reference process that exited 255 without a report, a first copy that failed)
                 for attempt in range(COMPILED_BASELINE_ATTEMPTS):
                     try:
-                        self._baselines[key] = self._time_reference(problem, device_index, eager, devices)
+                        with _reference_replies(problem):
+                            self._baselines[key] = self._time_reference(problem, device_index, eager, devices)
                         break
                     except ReferenceError as exc:
                         self._baselines[key] = None
@@ -896,8 +901,8 @@ class Judge:
                     break
                 if msg is None or msg[0] != "next" or len(msg) != 2:
                     return msg
-                if msg[1] != call or call >= runs:
-                    return ("protocol_error", f"asked for the inputs of timed call {str(msg[1])[:20]} when call "
+                if type(msg[1]) is not int or msg[1] != call or call >= runs:
+                    return ("protocol_error", f"asked for the inputs of timed call {quote(msg[1], 20)} when call "
                             f"{call} of {runs} was next")
                 fd, metas = sets.open_entry(call)
                 try:
@@ -946,7 +951,13 @@ class Judge:
                        # no seccomp to stack one more rule on without the jail (trusted code only)
                        "threads": self.config.candidate_threads or self.config.isolation == "none"})
             phases.mark("start")
-            outcome = self._drive(box, problem, candidate.source, reference, devices, device_index, phases, loading)
+            try:
+                outcome = self._drive(box, problem, candidate.source, reference, devices, device_index, phases,
+                                      loading)
+            except SANDBOX_READ_ERRORS as exc:  # a reply whose shape no check above foresaw: the candidate's doing
+                log.exception("problem %s: candidate %s: the judge could not read its sandbox's replies; charged to "
+                              "the candidate as harness-tampering", problem.name or problem.id, candidate.id)
+                outcome = _tampered(f"a reply the judge could not read: {type(exc).__name__}", loading.build_seconds)
             outcome.peak_memory = box.peak_memory_bytes()
             return outcome
         finally:
@@ -1021,7 +1032,7 @@ class Judge:
                 return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], "while loading"),
                                 compile_seconds=loading.build_seconds)
             if msg[0] == "garbled" or not _well_formed_load_reply(msg):
-                return _tampered(str(msg[1] if msg[0] == "garbled" else msg)[:120], loading.build_seconds)
+                return _tampered(str(msg[1]) if msg[0] == "garbled" else quote(msg), loading.build_seconds)
             info = msg[1]
             if msg[0] == "ready":
                 return loading.build_seconds
@@ -1030,8 +1041,8 @@ class Judge:
                 text = "\n".join(errors) if errors else loading.build_log[-1500:]
                 return _Outcome(VerdictCategory.compile_error, f"compilation failed:\n{text}",
                                 compile_seconds=loading.build_seconds)
-            if info["kind"] == "harness":
-                raise RuntimeError(f"sandbox setup failed: {info['message']}")
+            if info["kind"] == "harness":  # the harness reports its own failure instead of its hello, never after
+                return _tampered("a harness failure reported after the harness was up", loading.build_seconds)
             if info["kind"] == "init":
                 return _Outcome(VerdictCategory.runtime_error, f"error while constructing ModelNew:\n{info['message']}",
                                 compiled=True, compile_seconds=loading.build_seconds)
@@ -1043,11 +1054,11 @@ class Judge:
         """Build one load_inline call of the candidate, after the same checks its source passed; hand its
         sandbox a copy of the shared object. An outcome only when the request itself is illegal."""
         if len(msg) != 3 or not isinstance(msg[1], list) or not isinstance(msg[2], dict):
-            return _tampered(f"malformed build request {str(msg)[:80]}", loading.build_seconds)
+            return _tampered(f"malformed build request {quote(msg, 80)}", loading.build_seconds)
         try:
             request = BuildRequest.from_call(msg[1], msg[2])
-        except (TypeError, ValueError) as exc:
-            box.send(("call_error", str(exc)[:500]))
+        except Exception as exc:  # noqa: BLE001 - arguments no load_inline takes (a tensor for a flag...): its error
+            box.send(("call_error", f"{type(exc).__name__}: {exc}"[:500]))
             return None
         if request.cuda and self.device != "cuda":  # nothing here could run it (and no GPU to build for)
             loading.build_log = "the cpu backend builds C++ only: cuda_sources need verifier.backend: cuda"
@@ -1106,6 +1117,8 @@ class Judge:
                 return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], f"in trial {index}"),
                                 **compiled)
             if msg[0] == "trial_error":
+                if len(msg) != 3 or type(msg[1]) is not int or msg[1] != index or not isinstance(msg[2], str):
+                    return _tampered(f"malformed trial error {quote(msg)}", compile_seconds)
                 return _Outcome(VerdictCategory.runtime_error, f"trial {index}: forward raised:\n{msg[2]}", **compiled)
             try:
                 result = _trial_result(msg, index)
@@ -1179,7 +1192,7 @@ class Judge:
                 if result[0] == "died":
                     return _Outcome(VerdictCategory.runtime_error, box.death_detail(result[1], "while being timed"),
                                     **compiled_ok)
-                return _tampered(str(result)[:120], compile_seconds)
+                return _tampered(quote(result), compile_seconds)
             for k, index in enumerate(sorted(eager.checked)):  # one call's outputs at a time
                 expected = eager.expected.get(eager.checked[index])
                 try:
@@ -1269,8 +1282,8 @@ def _reference_failure(msg, box: Sandbox) -> str:
     if msg[0] == "died":
         return box.death_detail(msg[1], "").replace("the candidate process", "the reference process")
     if msg[0] == "reference_error" and len(msg) == 2:
-        return str(msg[1])[-1500:]
-    return f"unexpected reply {str(msg)[:120]}"
+        return msg[1][-1500:] if isinstance(msg[1], str) else quote(msg[1])
+    return f"unexpected reply {quote(msg)}"
 
 
 def _consume(path: Path, metas: list[Any], max_bytes: int) -> list[Any]:
@@ -1325,10 +1338,12 @@ def map_native_line(error: str, source: str) -> str:
 def _trial_result(msg: tuple, index: int) -> dict[str, Any]:
     """The sandbox's report of one trial, its shape checked (the candidate shares the sandbox's process)."""
     fields = {"outputs": list, "inputs_after": list, "ops": dict, "own_calls": (int, type(None)), "seconds": float}
-    if len(msg) != 3 or msg[:2] != ("trial_out", index) or not isinstance(msg[2], dict) or set(msg[2]) != set(fields) \
+    if len(msg) != 3 or msg[0] != "trial_out" or type(msg[1]) is not int or msg[1] != index \
+            or not isinstance(msg[2], dict) or set(msg[2]) != set(fields) \
             or not all(isinstance(msg[2][k], t) for k, t in fields.items()) \
-            or not all(isinstance(k, str) and type(v) is int for k, v in msg[2]["ops"].items()):
-        raise TamperedData(f"unexpected reply to trial {index}: {str(msg)[:120]}")
+            or not all(isinstance(k, str) and type(v) is int for k, v in msg[2]["ops"].items()) \
+            or not all(isinstance(m, dict) and "value" not in m for m in [*msg[2]["outputs"], *msg[2]["inputs_after"]]):
+        raise TamperedData(f"unexpected reply to trial {index}: {quote(msg)}")
     return msg[2]
 
 
@@ -1367,6 +1382,25 @@ def _a_neighbour_can_cause(outcome: _Outcome) -> bool:
         return not _ITS_OWN_ERROR.search(last_words[0])
     return outcome.category == VerdictCategory.timeout or (
         outcome.category == VerdictCategory.compile_error and "out of memory" in outcome.detail.lower())
+
+
+# What reading a malformed reply raises (an index past its end, a field of the wrong type, a repr too deep): a
+# candidate shares its sandbox's process and can write any bytes into the channel, so once the checks of each
+# reply's shape are passed, what still fails there is its doing and its verdict (harness-tampering), never an
+# exception that would end the stage. Not ReferenceError, SandboxStarved or out-of-memory: those mean other things.
+SANDBOX_READ_ERRORS = (IndexError, TypeError, AttributeError, KeyError, RecursionError)
+
+
+@contextmanager
+def _reference_replies(problem: Problem) -> Iterator[None]:
+    """A reference sandbox's reply the judge could not read is the reference's failure (its problem is left out,
+    one line in the report), never an exception that ends the stage: references are untrusted code too."""
+    try:
+        yield
+    except SANDBOX_READ_ERRORS as exc:
+        log.exception("problem %s: the judge could not read its reference sandbox's replies", problem.name or problem.id)
+        raise ReferenceError(f"problem {problem.name or problem.id}: the judge could not read its reference "
+                             f"sandbox's replies ({type(exc).__name__})") from exc
 
 
 def _tampered(why: str, compile_seconds: float) -> _Outcome:

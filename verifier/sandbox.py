@@ -201,7 +201,6 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
     recv = conn.recv
     inputs_path = os.path.join(job["io_in"], "inputs.bin")
     outputs_path = os.path.join(job["io_out"], "outputs.bin")
-    send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
     try:
         _prepare(job)
         modules: list[_CountingModule] = []
@@ -210,9 +209,10 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
         torch.utils.cpp_extension = stub
         if not job.get("threads", True):
             _forbid_threads()
-    except Exception as exc:  # the harness itself failed: report, do not judge
+    except Exception as exc:  # the harness itself failed: said instead of its hello, where no candidate can say it
         send(("load_error", {"kind": "harness", "message": _short_trace(exc), "log": ""}))
         return
+    send(("hello", os.getpid()))  # before any candidate code: silence after this is the candidate's
 
     start = _perf_counter()
     namespace: dict[str, Any] = {"__name__": "candidate", "__file__": "candidate.py"}

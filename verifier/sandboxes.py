@@ -30,6 +30,22 @@ from verifier.jail import ISOLATION_FAILED_EXIT
 from verifier.reference import loads
 
 MAX_MESSAGE_BYTES = 64 << 20  # control messages are small; tensors travel through verifier/tensor_io.py
+# the kinds `Sandbox.receive` makes itself: a sandbox that sends one is forging the judge's own word (a "died"
+# with a code of its choosing, a "garbled" without a reason)
+JUDGE_KINDS = frozenset({"died", "garbled"})
+
+
+def quote(value: Any, limit: int = 120) -> str:
+    """A short, safe rendering of something a sandbox sent, for a verdict or an error: never raises (a message
+    nested thousands deep has a repr past Python's recursion limit; a tensor's may fail)."""
+    import reprlib
+
+    quoter = reprlib.Repr()
+    quoter.maxlevel, quoter.maxstring, quoter.maxother = 4, limit, limit
+    try:
+        return quoter.repr(value)[:limit]
+    except Exception:  # noqa: BLE001 - whatever it is, the judge goes on
+        return f"<unprintable {type(value).__name__}>"
 START_TIMEOUT_S = 120.0
 RUN_TASKS = 256  # processes + threads of a run or reference sandbox (CUDA and torch start a few threads)
 BUILD_TASKS = 512
@@ -242,7 +258,9 @@ class Sandbox:
                 except Exception as exc:
                     return ("garbled", f"undecodable message ({type(exc).__name__})")
                 if not isinstance(message, tuple) or not message or not isinstance(message[0], str):
-                    return ("garbled", f"malformed message {str(message)[:80]!r}")
+                    return ("garbled", f"malformed message {quote(message, 80)}")
+                if message[0] in JUDGE_KINDS:
+                    return ("garbled", f"a message named {message[0]!r}, a word only the judge uses")
                 self._awaiting = False
                 return message
             if not self.proc.is_alive():
@@ -266,8 +284,10 @@ class Sandbox:
         if hello is None or hello[0] != "hello":
             if hello and hello[0] == "died" and hello[1] == ISOLATION_FAILED_EXIT:
                 raise IsolationUnavailable("the sandbox could not confine itself")
-            raise SandboxStartError(f"the sandbox process failed to start (got {hello!r}); if you run the verifier "
-                                    "from a script, guard its entry point with `if __name__ == '__main__':`")
+            if hello and hello[0] == "load_error" and len(hello) == 2 and isinstance(hello[1], dict):
+                raise SandboxStartError(f"the sandbox's harness failed to set up: {quote(hello[1].get('message'), 1500)}")
+            raise SandboxStartError(f"the sandbox process failed to start (got {quote(hello, 300)}); if you run the "
+                                    "verifier from a script, guard its entry point with `if __name__ == '__main__':`")
 
     def death_detail(self, exitcode: int | None, when: str) -> str:
         """Why it died, for the verdict; raises SandboxStarved when the machine's memory, not its own limit,

@@ -1,0 +1,153 @@
+"""Red team (denial of service): hostile candidates that try to make `Judge.verify` raise (and so end a
+stage) rather than return a verdict charging them, cpu backend. Most write messages in the harness's own
+framing into the sandbox's channel from native code (as tests/kernels.py's `forged_message` does), with
+fields of the wrong count or type where the judge reads them: the judge must charge that to the candidate
+(harness-tampering), never fail on it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from schemas import load_config
+from schemas.records import Problem
+from schemas.records import VerdictCategory as V
+from tests.attacks import native
+from tests.kernels import REFERENCE, FORGE_DECLARATION, _framed_message, candidate, good, problem
+from tests.test_sandbox import sandbox_processes
+from verifier.judge import Judge
+from verifier.reference import ReferenceError
+
+WRITE_EVERYWHERE = "for (int fd = 3; fd < 256; ++fd) { long w = write(fd, framed, sizeof framed); (void)w; }"
+
+
+MAKE_OUTPUTS_FILE = (  # "/pr" "oc": the compiler joins the literals (no static rule sees the path)
+    'char link[4096] = {0}; long k = readlink("/pr" "oc/self/fd/1", link, sizeof link - 1);\n'
+    '  if (k > 0) { std::string p(link, k); p = p.substr(0, p.rfind(\'/\') + 1) + "outputs.bin";\n'
+    '    if (FILE* f = std::fopen(p.c_str(), "wb")) std::fclose(f); }\n')
+READLINK_DECLARATION = 'extern "C" long readlink(const char*, char*, unsigned long);'
+
+
+def forged_in_forward(message, before: str = "") -> str:
+    """The correct kernel that first writes `message` into the channel (the judge awaits its trial's reply)."""
+    framed = _framed_blob(message) if isinstance(message, bytes) else _framed_message(message)
+    return native("  " + before + "  { " + framed + " " + WRITE_EVERYWHERE + " }",
+                  includes=FORGE_DECLARATION + "\n" + READLINK_DECLARATION + "\n")
+
+
+def forged_at_load(message) -> str:
+    """The correct kernel whose shared object writes `message` into the channel when it is loaded (a static
+    initialiser: the judge is serving the load, awaiting `loaded`/`ready`)."""
+    framed = _framed_blob(message) if isinstance(message, bytes) else _framed_message(message)
+    prelude = ("\nstatic int forged_at_load = [] { " + framed + " " + WRITE_EVERYWHERE
+               + " return 0; }();\n")
+    return native("", prelude=prelude, includes=FORGE_DECLARATION + "\n")
+
+
+def _deeply_nested(kind: str, depth: int = 5000) -> bytes:
+    """A message the channel decodes, (kind, [[[...]]]) nested `depth` deep: cheap to send (two bytes a level),
+    but its repr (the judge quotes a malformed message in the verdict) exceeds Python's recursion limit."""
+    import io
+    import zipfile
+
+    from verifier.reference import dumps
+
+    template = zipfile.ZipFile(io.BytesIO(dumps((kind, ""))))
+    name = kind.encode()
+    pickled = b"\x80\x02X" + len(name).to_bytes(4, "little") + name + b"]" * depth + b"a" * (depth - 1) + b"\x86."
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for info in template.infolist():
+            archive.writestr(info, pickled if info.filename.endswith("data.pkl") else template.read(info))
+    return out.getvalue()
+
+
+def _framed_blob(blob: bytes) -> str:
+    framed = len(blob).to_bytes(4, "big") + blob
+    return f"static const unsigned char framed[] = {{{','.join(map(str, framed))}}};"
+
+
+def _trial_out(inputs_after) -> tuple:
+    return ("trial_out", 0, {"outputs": [], "inputs_after": inputs_after, "ops": {}, "own_calls": 1,
+                             "seconds": 0.0})
+
+
+FORGED = {
+    # the harness's own report that *it* failed (said instead of its hello): after the hello, a forgery
+    "load_harness_error": forged_at_load(("load_error", {"kind": "harness", "message": "forged", "log": ""})),
+    # "died" is the judge's own word for a dead sandbox; sent by a live one, without or with a non-int code
+    "load_died_without_code": forged_at_load(("died",)),
+    "load_died_with_text_code": forged_at_load(("died", "x")),
+    "load_garbled_without_reason": forged_at_load(("garbled",)),
+    # a build request whose arguments no load_inline stub sends (a tensor where a flag goes)
+    "load_build_with_tensor_flag": forged_at_load(
+        ("build", ["fwd2", "int f() { return 0; }"], {"functions": ["f"], "is_python_module": torch.ones(3)})),
+    # a malformed message too deeply nested to quote: RecursionError where the judge calls str() on it
+    "load_deeply_nested": forged_at_load(_deeply_nested("load_error")),
+    "trial_deeply_nested": forged_in_forward(_deeply_nested("trial_out")),
+    "trial_error_without_text": forged_in_forward(("trial_error", 0)),
+    "trial_died_without_code": forged_in_forward(("died",)),
+    "trial_died_with_text_code": forged_in_forward(("died", "x")),
+    # inputs_after naming a plain value where the input tensor was: same_bytes(tensor, 5) (the outputs file it
+    # names must exist: the candidate makes it, next to its log, whose path its stdout's link says)
+    "trial_inputs_after_a_value": forged_in_forward(_trial_out([{"value": 5}]), before=MAKE_OUTPUTS_FILE),
+}
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory):
+    cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false",
+                             "verifier.spare_sandboxes=0", "verifier.trials=2", "verifier.timed=false",
+                             "verifier.run_timeout_s=10"]).verifier
+    with Judge(cfg, tmp_path_factory.mktemp("dos") / "cache") as j:
+        yield j
+
+
+@pytest.mark.parametrize("name", sorted(FORGED))
+def test_a_forged_channel_message_is_the_candidates_verdict_not_the_judges_exception(judge, name):
+    start = time.monotonic()
+    verdict = judge.verify(problem(), candidate(name, FORGED[name]))  # must not raise
+    assert verdict.category in (V.illegal, V.runtime_error, V.compile_error), verdict.detail
+    assert time.monotonic() - start < 60
+    assert sandbox_processes() == []
+
+
+def test_a_forged_death_while_being_timed_is_the_candidates_verdict(tmp_path):
+    """The same in the timing handshake (`_time_candidate`): honest in its two trials, then, in the warm-up's
+    first call, a ("died", "x") whose exit code death_detail compares with 0."""
+    cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false",
+                             "verifier.spare_sandboxes=0", "verifier.trials=2", "verifier.timing_runs=5",
+                             "verifier.run_timeout_s=10"]).verifier
+    source = native("  static int calls = 0;\n  if (++calls == 3) { " + _framed_message(("died", "x")) + " "
+                    + WRITE_EVERYWHERE + " }", includes=FORGE_DECLARATION + "\n")
+    with Judge(cfg, tmp_path / "cache") as judge:
+        verdict = judge.verify(problem(), candidate("died_while_timed", source))  # must not raise
+    assert verdict.category in (V.illegal, V.runtime_error), verdict.detail
+    assert sandbox_processes() == []
+
+
+FORGING_REFERENCE = REFERENCE.replace("def get_inputs():\n", '''def get_inputs():
+    import io, os
+    blob = io.BytesIO()
+    torch.save(("trial_out", torch.ones(3), {}), blob)  # a tensor where the trial's number goes
+    framed = len(blob.getvalue()).to_bytes(4, "big") + blob.getvalue()
+    for fd in range(3, 256):
+        try:
+            os.write(fd, framed)
+        except OSError:
+            pass
+''')
+
+
+def test_a_reference_that_forges_its_replies_is_its_problems_failure_not_the_stages(judge):
+    """References are untrusted code too (imported problems): one whose trial reply the judge cannot read (a
+    tensor where the trial's number goes: comparing it raised RuntimeError) loses its problem, with the
+    ReferenceError the pool reports per problem — never another exception, which would end the stage."""
+    assert "def get_inputs():\n    import io, os" in FORGING_REFERENCE
+    forged = Problem(id=Problem.make_id(FORGING_REFERENCE), source="test", reference=FORGING_REFERENCE,
+                     name="forging_reference")
+    with pytest.raises(ReferenceError, match="forging_reference"):
+        judge.verify(forged, candidate("good", good()))
+    assert sandbox_processes() == []
