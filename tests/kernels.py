@@ -89,7 +89,11 @@ def _framed_message(message) -> str:
     harness itself would send."""
     from verifier.reference import dumps
 
-    blob = dumps(message)
+    return framed_blob(dumps(message))
+
+
+def framed_blob(blob: bytes) -> str:
+    """A C array of `blob` in the channel's framing (its length, then its bytes): any bytes, as a message."""
     framed = len(blob).to_bytes(4, "big") + blob
     return f"static const unsigned char framed[] = {{{','.join(map(str, framed))}}};"
 

@@ -15,7 +15,7 @@ from schemas import load_config
 from schemas.records import Problem
 from schemas.records import VerdictCategory as V
 from tests.attacks import native
-from tests.kernels import REFERENCE, FORGE_DECLARATION, _framed_message, candidate, good, problem
+from tests.kernels import REFERENCE, FORGE_DECLARATION, _framed_message, candidate, framed_blob, good, problem
 from tests.test_sandbox import sandbox_processes
 from verifier.judge import Judge
 from verifier.reference import ReferenceError
@@ -30,9 +30,14 @@ MAKE_OUTPUTS_FILE = (  # "/pr" "oc": the compiler joins the literals (no static 
 READLINK_DECLARATION = 'extern "C" long readlink(const char*, char*, unsigned long);'
 
 
+def _framed(message) -> str:
+    """A message (or bytes already encoded) as the C array the harness's framing would put in the channel."""
+    return framed_blob(message) if isinstance(message, bytes) else _framed_message(message)
+
+
 def forged_in_forward(message, before: str = "") -> str:
     """The correct kernel that first writes `message` into the channel (the judge awaits its trial's reply)."""
-    framed = _framed_blob(message) if isinstance(message, bytes) else _framed_message(message)
+    framed = _framed(message)
     return native("  " + before + "  { " + framed + " " + WRITE_EVERYWHERE + " }",
                   includes=FORGE_DECLARATION + "\n" + READLINK_DECLARATION + "\n")
 
@@ -40,7 +45,7 @@ def forged_in_forward(message, before: str = "") -> str:
 def forged_at_load(message) -> str:
     """The correct kernel whose shared object writes `message` into the channel when it is loaded (a static
     initialiser: the judge is serving the load, awaiting `loaded`/`ready`)."""
-    framed = _framed_blob(message) if isinstance(message, bytes) else _framed_message(message)
+    framed = _framed(message)
     prelude = ("\nstatic int forged_at_load = [] { " + framed + " " + WRITE_EVERYWHERE
                + " return 0; }();\n")
     return native("", prelude=prelude, includes=FORGE_DECLARATION + "\n")
@@ -62,11 +67,6 @@ def _deeply_nested(kind: str, depth: int = 5000) -> bytes:
         for info in template.infolist():
             archive.writestr(info, pickled if info.filename.endswith("data.pkl") else template.read(info))
     return out.getvalue()
-
-
-def _framed_blob(blob: bytes) -> str:
-    framed = len(blob).to_bytes(4, "big") + blob
-    return f"static const unsigned char framed[] = {{{','.join(map(str, framed))}}};"
 
 
 def _trial_out(inputs_after) -> tuple:

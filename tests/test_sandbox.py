@@ -577,8 +577,8 @@ def test_a_sandbox_over_its_own_limit_is_the_candidates_out_of_memory(tmp_path, 
     """The other side of the line: a candidate that outgrows its own verifier.memory_limit_mb is stopped by its
     own limits and that is its verdict, a runtime error, judged once and not made again — never taken for a
     starved sandbox, which would be judged again alone and then fail the whole stage as the machine's fault (on
-    cgroup v1 with swap accounting the kernel counts hitting the limit in memsw.failcnt, not in failcnt: every
-    candidate killed at its own limit there once looked starved, 2026-12-03)."""
+    cgroup v1 with swap accounting, kernel 6.18, hitting the limit counts in neither failcnt nor memsw.failcnt:
+    every candidate killed at its own limit there once looked starved, 2026-12-03)."""
     from verifier.isolation import Cgroups
 
     if Cgroups.detect() is None:

@@ -13,6 +13,7 @@ import multiprocessing.spawn as mp_spawn
 from multiprocessing.reduction import send_handle
 import os
 import re
+import reprlib
 import signal
 import threading
 import time
@@ -30,6 +31,9 @@ from verifier.jail import ISOLATION_FAILED_EXIT
 from verifier.reference import loads
 
 MAX_MESSAGE_BYTES = 64 << 20  # control messages are small; tensors travel through verifier/tensor_io.py
+START_TIMEOUT_S = 120.0
+RUN_TASKS = 256  # processes + threads of a run or reference sandbox (CUDA and torch start a few threads)
+BUILD_TASKS = 512
 # the kinds `Sandbox.receive` makes itself: a sandbox that sends one is forging the judge's own word (a "died"
 # with a code of its choosing, a "garbled" without a reason)
 JUDGE_KINDS = frozenset({"died", "garbled"})
@@ -38,17 +42,12 @@ JUDGE_KINDS = frozenset({"died", "garbled"})
 def quote(value: Any, limit: int = 120) -> str:
     """A short, safe rendering of something a sandbox sent, for a verdict or an error: never raises (a message
     nested thousands deep has a repr past Python's recursion limit; a tensor's may fail)."""
-    import reprlib
-
     quoter = reprlib.Repr()
     quoter.maxlevel, quoter.maxstring, quoter.maxother = 4, limit, limit
     try:
         return quoter.repr(value)[:limit]
     except Exception:  # noqa: BLE001 - whatever it is, the judge goes on
         return f"<unprintable {type(value).__name__}>"
-START_TIMEOUT_S = 120.0
-RUN_TASKS = 256  # processes + threads of a run or reference sandbox (CUDA and torch start a few threads)
-BUILD_TASKS = 512
 
 
 class SandboxStartError(RuntimeError):
