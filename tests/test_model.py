@@ -69,11 +69,14 @@ def test_generation_on_a_gpu_leaves_it_to_the_verifier():
     tokenizer = train_tokenizer([TEXT] * 40 + ["hello world\n"] * 10, 400)
     model = build_model(ModelConfig(vocab_size=400, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
                                     num_attention_heads=2, num_key_value_heads=1), tokenizer, seed=0).to("cuda")
-    weights = torch.cuda.memory_allocated()
     engine = HFRolloutEngine(model, tokenizer, "cuda")
     prompt = tokenizer(TEXT)["input_ids"]
+    # what a one-sample generation leaves reserved is what every generation must: the weights and what the
+    # libraries keep for good (cuBLAS's workspace: 32 MiB on an H200, more than the whole model here)
+    engine.generate([prompt], GenerationConfig(max_new_tokens=4, temperature=1.0, top_p=1.0, batch_size=1), seed=0)
+    kept = torch.cuda.memory_reserved()
     generations = engine.generate([prompt] * 256, GenerationConfig(max_new_tokens=256, temperature=1.0, top_p=1.0,
                                                                     batch_size=256), seed=0)
     assert len(generations) == 256
-    # a batch's logits alone are 256 x 256 x 400 floats (100 MiB): what stays reserved is the weights' blocks
-    assert torch.cuda.memory_reserved() < weights + 32 * 2**20, (torch.cuda.memory_reserved(), weights)
+    # a batch's logits alone are 256 x 256 x 400 floats (100 MiB): none of them stays reserved
+    assert torch.cuda.memory_reserved() < kept + 8 * 2**20, (torch.cuda.memory_reserved(), kept)

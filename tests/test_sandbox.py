@@ -53,6 +53,17 @@ def describe_processes(pids: list[int]) -> str:
     return "\n".join(lines)
 
 
+def open_fds() -> set[tuple[int, str]]:
+    """This process's open file descriptors, with what each names."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.add((int(fd), os.readlink(f"/proc/self/fd/{fd}")))
+        except OSError:  # the listing's own descriptor, closed by now
+            pass
+    return found
+
+
 def children_of(pid: int) -> list[int]:
     kids = []
     for entry in Path("/proc").iterdir():
@@ -103,6 +114,7 @@ def test_attack_fails_and_leaves_the_machine_as_it_was(setting, name):
     cand = Candidate(id=Candidate.make_id(p.id, attack.source, "cpu"), problem_id=p.id, source=attack.source,
                      origin=name)
     store = SignedStore(Path(host.cache_dir) / "builds", home_secret(host.cache_dir))
+    judge_fds = open_fds()
     v = judge.verify(p, cand, static_rules=not attack.bypass_static)
 
     expected = attack.category if isinstance(attack.category, tuple) else (attack.category,)
@@ -125,6 +137,11 @@ def test_attack_fails_and_leaves_the_machine_as_it_was(setting, name):
     tag = judge.sandboxes.isolation.tag  # (other processes sharing the cache may have live sandboxes of their own)
     assert list(judge.sandboxes.isolation.scratch_root.glob(f"{tag}-*")) == []
     assert list(judge.sandboxes.isolation.io_root.glob(f"kd-io-{tag}-*")) == []
+    cgroups = judge.sandboxes.isolation.cgroups
+    for parent in (cgroups.parents.values() if cgroups else ()):  # a group left behind keeps its tmpfs pages charged
+        assert list(parent.glob(f"{tag}-*")) == [], f"{name} left its cgroup"
+    after = open_fds()  # counted: a descriptor may be replaced (a new forkserver's socket), never added
+    assert len(after) <= len(judge_fds), f"{name}: the judge holds {sorted(after - judge_fds)} after the verdict"
     if name == "walls_patch_timer":  # a pass, but the timing the sandbox forged was overruled by the judge's clock
         assert v.timing["overruled"] == 1.0 and v.timing["claimed_s"] < 1e-6, v.timing
         assert v.speedup_vs_eager < 1.0, v.speedup_vs_eager

@@ -3,6 +3,8 @@
 Marked `gpu`: skipped where no CUDA device is visible (CI); run on a GPU box, results in docs/.
 """
 
+import collections
+
 import pytest
 
 from schemas import load_config
@@ -359,9 +361,11 @@ def get_init_inputs():
     return []
 """
 
-# A correct, naive matmul whose native thread, started at its second forward (its last trial), launches kernels
-# of ~5 ms that fill the GPU until its third (the warm-up of its own timing): the eager baseline is timed in between
-# (kernels that long slow it whether the GPU time-slices contexts or runs their kernels in turn).
+# A correct, naive matmul whose native thread, started at its first forward, launches kernels of ~5 ms that fill the
+# GPU whenever the candidate has not been called for 50 ms: while the judge times others (its eager baseline), never
+# while it is called itself. (Kernels that long slow eager whether the GPU time-slices contexts or runs their kernels
+# in turn.) Its first version spun from its second call to its third and did not slow eager on the H200
+# (2026-12-04: 3.10 ms beside it, 3.15-3.20 ms alone); this one does not depend on how often the judge calls it.
 SPINNING_MATMUL = r'''import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
@@ -371,10 +375,21 @@ source = """
 #include <cuda_runtime.h>
 #include <thread>
 #include <atomic>
+#include <chrono>
 
 static std::atomic<int> calls{0};
+static std::atomic<long long> last_call_ns{0};
+static long long now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 __global__ void spin_kernel(long long cycles) { long long start = clock64(); while (clock64() - start < cycles) { } }
-static void spin() { while (calls.load() <= 2) { spin_kernel<<<264, 1024>>>(10000000LL); cudaDeviceSynchronize(); } }
+static void spin() {
+    for (;;) {
+        if (now_ns() - last_call_ns.load() > 50000000LL) { spin_kernel<<<264, 1024>>>(10000000LL); cudaDeviceSynchronize(); }
+        else std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
 
 __global__ void matmul_kernel(const float* a, float* out, int n) {
     int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
@@ -386,7 +401,8 @@ __global__ void matmul_kernel(const float* a, float* out, int n) {
 }
 
 torch::Tensor matmul_cuda(torch::Tensor a) {
-    if (SPIN && calls.fetch_add(1) + 1 == 2) std::thread(spin).detach();
+    last_call_ns.store(now_ns());
+    if (SPIN && calls.fetch_add(1) == 0) std::thread(spin).detach();
     int n = a.size(0);
     auto out = torch::empty_like(a);
     matmul_kernel<<<dim3((n + 15) / 16, (n + 15) / 16), dim3(16, 16)>>>(a.data_ptr<float>(), out.data_ptr<float>(), n);
@@ -435,12 +451,14 @@ def test_cuda_a_thread_that_keeps_the_gpu_busy_beside_the_baseline_gains_nothing
                                    static_rules=False)
         assert verdict.category == V.passed, (spin, exclusive, verdict.detail)
         assert (verdict.phases.get("paused", 0) > 0) == exclusive, verdict.phases
+        timings[(spin, exclusive)].append(verdict.timing)
         return verdict.timing["eager_s"]
 
+    timings = collections.defaultdict(list)
     honest = [eager_seconds(False, True) for _ in range(2)]
     beside = eager_seconds(True, False)
     stopped = [eager_seconds(True, True) for _ in range(2)]
-    seen = {"honest": honest, "spinner, not stopped": beside, "spinner, stopped": stopped}
+    seen = {"honest": honest, "spinner, not stopped": beside, "spinner, stopped": stopped, "timings": dict(timings)}
     assert beside > 1.5 * max(honest), seen  # the attack is real
     assert min(stopped) < 1.25 * max(honest), seen  # and stopped
 
