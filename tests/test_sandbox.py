@@ -4,6 +4,7 @@ connection made, judge and forkserver alive, caches intact, no leftovers."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing.forkserver
 import os
 import socket
@@ -187,15 +188,15 @@ def test_leftovers_of_a_killed_judge_are_removed_by_the_next(tmp_path):
     from verifier.isolation import Isolation
 
     first = Isolation("namespaces", tmp_path, readonly=[])
+    live_tag, first.tag = first.tag, "999999999-1"  # its sandboxes named as a dead judge's would be
     home = first.allocate(256, 64)
-    dead = f"999999999-1-{home.name.rsplit('-', 1)[1]}"
-    for path in (home.root, home.io_in, home.io_out):
-        path.rename(path.with_name(path.name.replace(first.tag, "999999999-1")))
-    leftovers = [first.scratch_root / dead, first.io_root / f"kd-io-{dead}-in", first.io_root / f"kd-io-{dead}-out"]
-    assert all(p.exists() for p in leftovers)
+    leftovers = [home.root, home.io_in, home.io_out]
+    assert all(p.exists() for p in leftovers) and os.path.ismount(home.io_out) and os.path.ismount(home.work)
     second = Isolation("namespaces", tmp_path, readonly=[])
-    assert not any(p.exists() for p in leftovers)
+    assert not any(p.exists() for p in leftovers)  # its own tmpfs mounts too: a mountpoint is never removed
+    assert not any(str(home.io_out) in line or str(home.work) in line for line in open("/proc/mounts"))
     first.release(home)
+    first.tag = live_tag
     assert second.tag == first.tag  # the same (live) process: its own sandboxes are never taken for leftovers
 
 
@@ -609,4 +610,47 @@ def test_a_sandbox_over_its_own_limit_is_the_candidates_out_of_memory(tmp_path, 
     assert verdict.category == V.runtime_error and ("MemoryError" in verdict.detail or "SIGKILL" in verdict.detail), \
         verdict.detail
     assert time.monotonic() - start < 30
+    assert sandbox_processes() == []
+
+
+FLOODER = good().replace("super().__init__()", '''super().__init__()
+        import errno, json, os
+
+        def flood(directory, most=100_000):  # empty files until the filesystem says no
+            made = 0
+            try:
+                while made < most:
+                    os.close(os.open(os.path.join(directory, f"f{made}"), os.O_CREAT | os.O_WRONLY, 0o600))
+                    made += 1
+                return [made, "no limit"]
+            except OSError as exc:
+                return [made, errno.errorcode.get(exc.errno, str(exc.errno))]
+
+        data_plane = os.path.dirname(os.readlink("/proc/self/fd/1"))  # its log, in its data-plane directory
+        found = {name: flood(path) + [os.statvfs(path).f_blocks * os.statvfs(path).f_frsize] for name, path in
+                 (("work", os.getcwd()), ("data plane", data_plane), ("tmp", "/tmp"), ("shm", "/dev/shm"))}
+        raise RuntimeError("FLOODED " + json.dumps(found))''')
+
+
+def test_a_sandbox_that_floods_its_directories_with_files_runs_out_of_its_own_inodes(tmp_path):
+    """Empty files cost no bytes, so no size limit stops them, only an inode count. Its working directory was on
+    the host's disk and its data-plane directory in the host's /dev/shm: 3 million empty files (30 s of creat)
+    there left the machine's /dev/shm without an inode for anyone (semaphores, the other sandboxes' files), and
+    files of 8 GiB each (RLIMIT_FSIZE) in its working directory could fill the disk the warehouse is on. Every
+    directory it may write to is now a tmpfs of its own: an inode count it runs out of, bytes no more than its
+    memory (and charged to it)."""
+    from verifier.jail import DATA_PLANE_INODES, SCRATCH_INODES
+
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.trials=1",
+                             "verifier.timed=false", "verifier.run_timeout_s=60"]).verifier
+    with Judge(cfg, tmp_path / "cache") as judge:
+        if not judge.isolation.startswith("namespaces"):
+            pytest.skip("no namespaces here: the sandbox's directories are plain host directories")
+        verdict = judge.verify(problem(), candidate("flooder", FLOODER), static_rules=False)
+    assert verdict.category == V.runtime_error and "FLOODED" in verdict.detail, verdict.detail
+    found = json.loads(verdict.detail.split("FLOODED ", 1)[1].splitlines()[0])
+    caps = {"work": SCRATCH_INODES, "data plane": DATA_PLANE_INODES, "tmp": SCRATCH_INODES, "shm": 1024}
+    for name, cap in caps.items():
+        made, why, size = found[name]
+        assert why == "ENOSPC" and made < cap and size <= cfg.memory_limit_mb << 20, (name, found)
     assert sandbox_processes() == []

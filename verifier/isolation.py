@@ -27,7 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.jail import BASIC_DEVICES, NVIDIA_SHARED_DEVICES, JailPlan, file_size_limit, python_paths
+from verifier.jail import (BASIC_DEVICES, DATA_PLANE_INODES, NVIDIA_SHARED_DEVICES, SCRATCH_INODES, JailError, JailPlan,
+                          file_size_limit, private_tmpfs, python_paths, unmount)
 
 SANDBOX_UID_BASE = 0x70000000  # 1,879,048,192: far above any real account, below the overflow id
 _SHM = Path("/dev/shm")
@@ -523,6 +524,8 @@ class Isolation:
             if entry.parent.name == "kerneldojo" and not str(entry).startswith(str(self.scratch_root)):
                 Cgroups.destroy((str(entry),))
             else:
+                for path in (entry, entry / "work"):
+                    _unmount_if_mounted(path)
                 shutil.rmtree(entry, ignore_errors=True)
             removed += 1
         return removed
@@ -539,10 +542,15 @@ class Isolation:
                            cgroups=())
         for path in (home.root, home.inbox, home.lib, home.io_in):
             path.mkdir(mode=0o755)
-        for path in (home.work, home.io_out):
+        for path, inodes in ((home.work, SCRATCH_INODES), (home.io_out, DATA_PLANE_INODES)):
             path.mkdir(mode=0o700)
-            if self.level == "namespaces":
-                os.chown(path, uid, uid)
+            if self.level == "namespaces":  # what it writes, it writes in a tmpfs of its own (jail.private_tmpfs)
+                try:
+                    private_tmpfs(str(path), max(memory_mb, 1) << 20, inodes, 0o700, uid=uid)
+                except JailError as exc:
+                    self.release(home)
+                    raise JailError(f"the sandbox's own tmpfs: {exc} (the judge mounts one for each sandbox's "
+                                    "writable directories)") from exc
         if self.cgroups:
             home.cgroups = self.cgroups.create(name, memory_mb << 20, max_tasks)
         return home
@@ -579,8 +587,18 @@ class Isolation:
     def release(self, home: SandboxHome) -> None:
         if home.cgroups:
             Cgroups.destroy(home.cgroups)
+        for path in (home.work, home.io_out):
+            _unmount_if_mounted(path)
         for path in (home.root, home.io_in, home.io_out):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _unmount_if_mounted(path: Path) -> None:
+    if os.path.ismount(path):
+        try:
+            unmount(str(path))
+        except JailError:  # not ours to unmount (another judge's, still being torn down): rmtree leaves it
+            pass
 
 
 def _system_paths() -> list[str]:

@@ -116,6 +116,24 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
            f"mount {source or fstype} on {target}")
 
 
+def unmount(target: str) -> None:
+    """Detach a mount (lazily: a sandbox process still dying in it does not keep it)."""
+    _check(_libc.umount2(target.encode(), ctypes.c_int(MNT_DETACH)), f"umount {target}")
+
+
+# Writable directories are tmpfs mounts of their own, each with its own inode count: files in the host's /dev/shm
+# or on its disk are the machine's (a candidate that made 3 million empty files there — 30 s of creat — left the
+# host's /dev/shm without an inode: no semaphore, no other judge's files), a tmpfs of its own is the sandbox's
+# (its pages charged to its memory; its inodes a count it cannot pass).
+SCRATCH_INODES = 65536  # work and /tmp: a compiler's and inductor's files, a few thousand at most
+DATA_PLANE_INODES = 256  # io_out: the harness writes five files there
+
+
+def private_tmpfs(target: str, size_bytes: int, inodes: int, mode: int, uid: int = 0, flags: int = 0) -> None:
+    mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | flags,
+          f"mode={mode:o},size={size_bytes},nr_inodes={inodes},uid={uid},gid={uid}")
+
+
 def _prctl(option: int, arg: int) -> None:
     _check(_libc.prctl(ctypes.c_int(option), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
                        ctypes.c_ulong(0)), f"prctl({option})")
@@ -171,8 +189,7 @@ def _build_view(plan: JailPlan, gpu: bool) -> None:
     # (Jails that may start processes get an executable /tmp: torch.compile's reference loads what Triton
     # and inductor build there. A candidate's run jail never does.)
     os.makedirs(inside("/tmp"))
-    mount("tmpfs", inside("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV | (0 if plan.processes else MS_NOEXEC),
-          f"mode=1777,size={plan.tmp_bytes}")
+    private_tmpfs(inside("/tmp"), plan.tmp_bytes, SCRATCH_INODES, 0o1777, flags=0 if plan.processes else MS_NOEXEC)
     # /dev: a tmpfs holding only the allowed nodes (bound, never created: no mknod needed)
     os.makedirs(inside("/dev"), exist_ok=True)
     mount("tmpfs", inside("/dev"), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k")
@@ -183,7 +200,7 @@ def _build_view(plan: JailPlan, gpu: bool) -> None:
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, inside(f"/dev/{name}"))
     os.makedirs(inside("/dev/shm"), exist_ok=True)
-    mount("tmpfs", inside("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m")
+    private_tmpfs(inside("/dev/shm"), 64 << 20, 1024, 0o1777, flags=MS_NOEXEC)
     for path, target in plan.symlinks:
         os.makedirs(os.path.dirname(inside(path)), exist_ok=True)
         os.symlink(target, inside(path))
