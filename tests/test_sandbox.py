@@ -635,7 +635,7 @@ FLOODER = good().replace("super().__init__()", '''super().__init__()
 def test_a_sandbox_that_floods_its_directories_with_files_runs_out_of_its_own_inodes(tmp_path):
     """Empty files cost no bytes, so no size limit stops them, only an inode count. Its working directory was on
     the host's disk and its data-plane directory in the host's /dev/shm: 3 million empty files (30 s of creat)
-    there left the machine's /dev/shm without an inode for anyone (semaphores, the other sandboxes' files), and
+    there would leave the machine's /dev/shm without an inode for anyone (semaphores, the other sandboxes' files), and
     files of 8 GiB each (RLIMIT_FSIZE) in its working directory could fill the disk the warehouse is on. Every
     directory it may write to is now a tmpfs of its own: an inode count it runs out of, bytes no more than its
     memory (and charged to it)."""

@@ -122,9 +122,9 @@ def unmount(target: str) -> None:
 
 
 # Writable directories are tmpfs mounts of their own, each with its own inode count: files in the host's /dev/shm
-# or on its disk are the machine's (a candidate that made 3 million empty files there — 30 s of creat — left the
-# host's /dev/shm without an inode: no semaphore, no other judge's files), a tmpfs of its own is the sandbox's
-# (its pages charged to its memory; its inodes a count it cannot pass).
+# or on its disk are the machine's (3 million empty files, ~30 s of creat, take every inode of a 24 GB host's /dev/shm:
+# no semaphore, no other judge's files), a tmpfs of its own is the sandbox's (its pages charged to its memory; its
+# inodes a count it cannot pass).
 SCRATCH_INODES = 65536  # work and /tmp: a compiler's and inductor's files, a few thousand at most
 DATA_PLANE_INODES = 256  # io_out: the harness writes five files there
 
