@@ -639,7 +639,7 @@ def test_a_sandbox_that_floods_its_directories_with_files_runs_out_of_its_own_in
     files of 8 GiB each (RLIMIT_FSIZE) in its working directory could fill the disk the warehouse is on. Every
     directory it may write to is now a tmpfs of its own: an inode count it runs out of, bytes no more than its
     memory (and charged to it)."""
-    from verifier.jail import DATA_PLANE_INODES, SCRATCH_INODES
+    from verifier.jail import DATA_PLANE_INODES, SCRATCH_INODES, SHM_INODES
 
     cfg = load_config(None, ["verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.trials=1",
                              "verifier.timed=false", "verifier.run_timeout_s=60"]).verifier
@@ -649,7 +649,7 @@ def test_a_sandbox_that_floods_its_directories_with_files_runs_out_of_its_own_in
         verdict = judge.verify(problem(), candidate("flooder", FLOODER), static_rules=False)
     assert verdict.category == V.runtime_error and "FLOODED" in verdict.detail, verdict.detail
     found = json.loads(verdict.detail.split("FLOODED ", 1)[1].splitlines()[0])
-    caps = {"work": SCRATCH_INODES, "data plane": DATA_PLANE_INODES, "tmp": SCRATCH_INODES, "shm": 1024}
+    caps = {"work": SCRATCH_INODES, "data plane": DATA_PLANE_INODES, "tmp": SCRATCH_INODES, "shm": SHM_INODES}
     for name, cap in caps.items():
         made, why, size = found[name]
         assert why == "ENOSPC" and made < cap and size <= cfg.memory_limit_mb << 20, (name, found)

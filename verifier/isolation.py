@@ -597,7 +597,7 @@ def _unmount_if_mounted(path: Path) -> None:
     if os.path.ismount(path):
         try:
             unmount(str(path))
-        except JailError:  # not ours to unmount (another judge's, still being torn down): rmtree leaves it
+        except JailError:  # unmounted meanwhile (another judge clearing the same leftovers)
             pass
 
 

@@ -127,6 +127,7 @@ def unmount(target: str) -> None:
 # inodes a count it cannot pass).
 SCRATCH_INODES = 65536  # work and /tmp: a compiler's and inductor's files, a few thousand at most
 DATA_PLANE_INODES = 256  # io_out: the harness writes five files there
+SHM_INODES = 1024  # the jail's own /dev/shm (64 MB): POSIX shared memory and semaphores
 
 
 def private_tmpfs(target: str, size_bytes: int, inodes: int, mode: int, uid: int = 0, flags: int = 0) -> None:
@@ -200,7 +201,7 @@ def _build_view(plan: JailPlan, gpu: bool) -> None:
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, inside(f"/dev/{name}"))
     os.makedirs(inside("/dev/shm"), exist_ok=True)
-    private_tmpfs(inside("/dev/shm"), 64 << 20, 1024, 0o1777, flags=MS_NOEXEC)
+    private_tmpfs(inside("/dev/shm"), 64 << 20, SHM_INODES, 0o1777, flags=MS_NOEXEC)
     for path, target in plan.symlinks:
         os.makedirs(os.path.dirname(inside(path)), exist_ok=True)
         os.symlink(target, inside(path))
