@@ -104,6 +104,10 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
                    resume_run_id=resume) as ctx:
         config = ctx.config  # on resume: the run's recorded config
         cfg = getattr(config, stage)
+        # LEAP's rank and the scalar tiers read the turn a kernel passed at, never its speed: timing passes would
+        # buy nothing and cost most of the step (the GPU times one kernel at a time: ~1 verdict a second timed
+        # on the H200 against ~4 untimed). PrimeEcho's turn rewards read the speedup, so it stays timed.
+        ctx.untimed = stage == "leap_rl" and cfg.reward != "primeecho"
         device = resolve_device(config.device)
         processes = check_world(config.distributed.processes, device) if config.distributed.processes != 1 else 1
         check_split(config, stage, processes)
@@ -137,7 +141,7 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
                            train_seconds=round(_elapsed(last), 2),
                            verifier_calls=int(sum(m["verifier_calls"] for m in state.history)),
                            trajectories=ctx.warehouse.count("trajectories", ctx.run_id), resumed=bool(resume),
-                           processes=processes)
+                           processes=processes, timed=ctx.timed)
         if stage == "leap_rl":
             ctx.summary["activated_groups_pct"] = round(last["dcp/activated_groups_pct"], 1)
         return ctx.run_id

@@ -85,6 +85,8 @@ def test_every_stage_wrote_its_rows(demo):
 def test_leap_trajectories_follow_the_equations(demo):
     runs, config, _, wh = demo
     cfg = config.leap_rl
+    # the rank reward reads the turn of the first pass, not the speed: LEAP judges untimed, warmup RL timed
+    assert (wh.summary(runs["leap_rl"])["timed"], wh.summary(runs["warmup_rl"])["timed"]) == (False, True)
     groups = defaultdict(list)
     for row in wh.trajectory_rows(runs["leap_rl"]):
         groups[row["group_id"]].append(row)
@@ -363,6 +365,12 @@ def test_paper_baselines_run_by_config_alone(demo, preset):
                    overrides=[*base, *RL_SMALL, "leap_rl.steps=1", f"leap_rl.preset={preset}"])
     rows = wh.trajectory_rows(run_id)
     assert len(rows) == 2 * 3
+    # the scalar tiers read the turn a kernel passed at, not its speed: its passes are not timed; PrimeEcho's
+    # turn rewards read the speedup, so MURPHY's are
+    passes = [v for v in wh.verdict_rows(run_id) if v["correct"] and v["legal"]]
+    assert wh.summary(run_id)["timed"] == (preset == "murphy")
+    assert passes, "no kernel passed: nothing says whether passes were timed"
+    assert all((v["speedup_vs_eager"] is not None) == (preset == "murphy") for v in passes), passes
     if preset == "grpo":
         assert all(r["num_turns"] == 1 for r in rows)
     else:  # no pruning: every group may debug, so every first-turn failure gets a second turn
