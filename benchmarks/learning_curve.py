@@ -3,8 +3,10 @@
 Runs the whole pipeline once per seed with `evaluate.after: [sft, rft, warmup_rl]` (the last stage, leap_rl,
 is always evaluated), then reads the evaluations back from the warehouse and prints, per stage, held-out
 pass@1 at turn 1 and cumulative accuracy at turn M (M = min(3, evaluate.max_turns)) with the verifier's
-feedback, mean ± std over seeds, and each stage's wall time; then what the first turn's failures were (wrong
-output, compile error, ...), the first thing to read when a stage does not help. Every evaluation is also an MLflow run nested
+feedback, mean ± std over seeds, and each stage's wall time; then what each stage changed against the one before
+it, paired by seed and problem, with its standard error (a change within about two of them is noise); then what
+the first turn's failures were (wrong output, compile error, ...), the first thing to read when a stage does not
+help. Every evaluation is also an MLflow run nested
 under the stage run it evaluates: the same numbers side by side in MLflow's compare view.
 
     python -m benchmarks.learning_curve --seeds 0 1 2 --config configs/mini.yaml   # the miniature (a GPU)
@@ -28,7 +30,8 @@ import sys
 from pathlib import Path
 
 from schemas.config import POLICY_STAGES, load_config
-from warehouse.reports import evaluation_rows, failure_mix_table, held_out_table
+from warehouse.reports import (evaluation_rows, failure_mix_table, held_out_table, problem_outcomes,
+                               stage_change_table)
 
 EVALUATED_AFTER = [s for s in POLICY_STAGES if s != "leap_rl"]  # leap_rl: the pipeline's own last evaluate
 
@@ -70,7 +73,10 @@ def main(argv: list[str] | None = None) -> None:
     per_seed = [evaluation_rows(warehouse, runs) for runs in all_runs]
     if not any(per_seed):
         sys.exit("no evaluations found: were the pipelines run with evaluate.after?")
-    text = held_out_table(per_seed, config.evaluate.max_turns) + "\n\n" + failure_mix_table(per_seed)
+    turn = min(3, config.evaluate.max_turns)
+    outcomes = [{r["stage"]: problem_outcomes(warehouse, r["evaluation"], turn) for r in rows} for rows in per_seed]
+    text = "\n\n".join([held_out_table(per_seed, config.evaluate.max_turns), stage_change_table(outcomes, turn),
+                         failure_mix_table(per_seed)])
     print(text)
     if args.markdown:
         command = "python -m benchmarks.learning_curve " + " ".join(argv if argv is not None else sys.argv[1:])

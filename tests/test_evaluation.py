@@ -34,6 +34,24 @@ def test_the_held_out_table_gives_mean_and_spread_over_seeds():
     assert "rft" not in text  # stages never evaluated have no row
 
 
+def test_stage_changes_are_paired_by_seed_and_problem_with_their_standard_error():
+    """Hand-computed: two seeds x two problems, (turn 1, by turn 3) outcomes per problem. RFT gains problem b at
+    turn 1 in seed 0 and loses a's later pass in seed 1: turn-1 deltas [0, 1, 0, 0] (mean 25 points, stdev 0.5,
+    s.e. 0.5 / 2), by-turn deltas [0, 1, -1, 0] (mean 0, stdev sqrt(2/3), s.e. 40.8 points)."""
+    from warehouse.reports import stage_change_table
+
+    seeds = [{"sft": {"a": (1.0, 1.0), "b": (0.0, 0.0)}, "rft": {"a": (1.0, 1.0), "b": (1.0, 1.0)}},
+             {"sft": {"a": (0.0, 1.0), "b": (1.0, 1.0)}, "rft": {"a": (0.0, 0.0), "b": (1.0, 1.0)}}]
+    lines = stage_change_table(seeds, turn=3).splitlines()
+    assert lines[2] == "| rft vs sft | +25.0 ± 25.0 | 1 / 0 | +0.0 ± 40.8 | 1 / 1 | 4 |"
+    assert len(lines) == 3  # two stages: one change, no "last vs first" row repeating it
+    # a problem one evaluation lacks is not paired; a third stage adds its change and the last-vs-first row
+    seeds[0]["warmup_rl"] = {"a": (0.0, 0.0)}
+    lines = stage_change_table(seeds, turn=3).splitlines()
+    assert [line.split(" |")[0] for line in lines[2:]] == ["| rft vs sft", "| warmup_rl vs rft", "| warmup_rl vs sft"]
+    assert lines[3] == "| warmup_rl vs rft | -100.0 ± nan | 0 / 1 | -100.0 ± nan | 0 / 1 | 1 |"
+
+
 def _verdict(category="pass", eager=None, compile_=None):
     from schemas.records import Verdict, VerdictCategory
 

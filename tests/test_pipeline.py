@@ -174,7 +174,7 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
 
 
 def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):
-    from warehouse.reports import evaluation_rows, held_out_table
+    from warehouse.reports import evaluation_rows, held_out_table, problem_outcomes
 
     runs, config, _, wh = demo
     rows = evaluation_rows(wh, runs)
@@ -183,6 +183,10 @@ def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):
                for r in rows)
     table = held_out_table([rows], config.evaluate.max_turns)
     assert table.count("\n") == 3
+    # per problem, for the paired stage-change table: the share of samples passing at turn 1 and by the last turn
+    outcomes = problem_outcomes(wh, rows[0]["evaluation"], config.evaluate.max_turns)
+    assert len(outcomes) == 2 and all(0 <= first <= later <= 1 for first, later in outcomes.values())
+    assert sum(first for first, _ in outcomes.values()) / 2 == pytest.approx(rows[0]["accuracy/turn_1"])
     # evaluate.untimed_after=[sft]: SFT's evaluation judged correctness only and reports no speed, not none faster
     sft, leap = rows
     assert sft["timed"] is False and "faster_rate" not in sft and "speedup/geomean_eager" not in sft["metrics"]

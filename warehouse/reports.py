@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import statistics
+from collections import defaultdict
 
 from schemas.config import POLICY_STAGES
 
@@ -52,6 +54,45 @@ def _harnesses(rows: list[dict]) -> str:
     if any("harness" not in r for r in rows):
         known.insert(0, "<=6")
     return "/".join(known)
+
+
+def problem_outcomes(warehouse, evaluation: str, turn: int) -> dict[str, tuple[float, float]]:
+    """Problem id -> (share of its samples that passed at turn 1, share that passed by `turn`) in one evaluation."""
+    first, by_turn = defaultdict(dict), defaultdict(dict)
+    for row in warehouse.eval_rows(evaluation):
+        problem, sample, passed = row["problem_id"], row["sample"], bool(row["passed"])
+        if row["turn"] == 1:
+            first[problem][sample] = passed
+        if row["turn"] <= turn:
+            by_turn[problem][sample] = by_turn[problem].get(sample, False) or passed
+    return {p: (statistics.mean(first[p].values()) if first[p] else 0.0, statistics.mean(by_turn[p].values()))
+            for p in by_turn}
+
+
+def stage_change_table(per_seed: list[dict[str, dict[str, tuple[float, float]]]], turn: int) -> str:
+    """Markdown: what each stage changed against the one before it (and the last against the first), paired by
+    seed and problem — the same problems judged before and after, so a problem's own difficulty cancels and the
+    standard error is the change's, not two tables' spread. `per_seed`: per seed, {stage: problem_outcomes}.
+    A change within about two standard errors of zero is noise."""
+    stages = [s for s in POLICY_STAGES if any(s in seed for seed in per_seed)]
+    pairs = list(zip(stages, stages[1:]))
+    if len(stages) > 2:
+        pairs.append((stages[0], stages[-1]))
+    lines = [f"| change | turn 1, points | problems up / down | by turn {turn}, points | problems up / down | pairs |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for before, after in pairs:
+        deltas = [(seed[after][p][0] - seed[before][p][0], seed[after][p][1] - seed[before][p][1])
+                  for seed in per_seed if before in seed and after in seed
+                  for p in sorted(seed[before].keys() & seed[after].keys())]
+        if not deltas:
+            continue
+        cells = []
+        for column in zip(*deltas):
+            mean = 100 * statistics.mean(column)
+            error = 100 * statistics.stdev(column) / math.sqrt(len(column)) if len(column) > 1 else float("nan")
+            cells += [f"{mean:+.1f} ± {error:.1f}", f"{sum(d > 0 for d in column)} / {sum(d < 0 for d in column)}"]
+        lines.append(f"| {after} vs {before} | " + " | ".join(cells) + f" | {len(deltas)} |")
+    return "\n".join(lines)
 
 
 FAILURES = ("wrong_output", "compile_error", "runtime_error", "timeout", "illegal")
