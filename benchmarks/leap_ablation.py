@@ -3,7 +3,8 @@
 From one warmup_rl checkpoint and the same problems, runs `leap_rl` once per method and seed for the same
 wall-clock budget (`leap_rl.time_budget_s`), evaluates each result on the held-out split, and prints, per method,
 first-turn accuracy and accuracy by turn 3 (mean ± std over seeds) against the wall time and verifier calls the
-training spent. Every run is a stage run with lineage (leap_rl from the warmup run, evaluate nested under it in
+training spent, then each method's change against LEAP, paired by seed and problem (its standard error says
+which differences are noise). Every run is a stage run with lineage (leap_rl from the warmup run, evaluate nested under it in
 MLflow); the comparison itself is one more MLflow run, `leap_ablation`, holding the table and two plots (training
 first-turn pass rate against wall seconds and against verifier calls, one line per method and seed).
 
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     from mlflow.tracking import MlflowClient
 
     from tasks.common import Home
+    from warehouse.reports import paired_change_table, problem_outcomes
     from warehouse.store import Warehouse
     from warehouse.tracking import default_tracking_uri
 
@@ -222,6 +224,12 @@ def main(argv: list[str] | None = None) -> None:
         r["curve"] = step_curves(client, trained.mlflow_run_id) if trained.mlflow_run_id else []
     turn = min(3, config.evaluate.max_turns)
     table = ablation_table(results, turn)
+    if "leap" in args.methods and len(args.methods) > 1:  # every method against LEAP, same seed, same problems
+        outcomes: dict[int, dict[str, dict]] = {}
+        for r in results:
+            outcomes.setdefault(r["seed"], {})[r["method"]] = problem_outcomes(warehouse, r["evaluate"], turn)
+        table += "\n\n" + paired_change_table(list(outcomes.values()),
+                                               [("leap", m) for m in args.methods if m != "leap"], turn)
     command = "python -m benchmarks.leap_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     if not complete:
         print(f"{len(results)} of {len(args.methods) * len(args.seeds)} methods and seeds done; the same command "

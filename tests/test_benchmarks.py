@@ -352,6 +352,12 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
         trained = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99})
         runs[f"{method}@0"] = {"leap_rl": trained, "evaluate": finished(
             "evaluate", [trained], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_1 + 0.25})}
+    # per problem (p1, p2) and turn: LEAP passes p1 at once and p2 at turn 2; GRPO passes neither
+    for method, passes in (("leap", {("p1", 1), ("p2", 2)}), ("grpo", set())):
+        warehouse.add_eval_results(runs[f"{method}@0"]["evaluate"], [
+            {"problem_id": p, "sample": 0, "turn": t, "candidate_id": f"{method}-{p}-{t}", "category": "pass"
+             if (p, t) in passes else "wrong_output", "passed": (p, t) in passes, "speedup": None}
+            for p in ("p1", "p2") for t in (1, 2) if not (p == "p1" and t == 2 and method == "leap")])
     state = tmp_path / "ablation.json"
     state.write_text(json.dumps({"warmup": warmup, "runs": {"leap@0": runs["leap@0"]}}))
     common = ["--set", f"home={tmp_path}", "--from-run", warmup, "--seconds", "300", "--seeds", "0",
@@ -366,6 +372,8 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     main([*common, "--methods", "leap", "grpo", "--limit", "300"])
     printed = capsys.readouterr().out
     assert "| grpo | 0.250 | 0.500 |" in printed and "MLflow run" in printed
+    # paired by seed and problem against LEAP: turn 1 deltas [-1, 0], by turn 3 [-1, -1]
+    assert "| grpo vs leap | -50.0 ± 50.0 | 0 / 1 | -100.0 ± 0.0 | 0 / 2 | 2 |" in printed
     assert len(warehouse.stage_runs()) == 5
     client = MlflowClient(default_tracking_uri(tmp_path))
     assert client.search_runs([e.experiment_id for e in client.search_experiments()],

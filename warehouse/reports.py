@@ -71,13 +71,20 @@ def problem_outcomes(warehouse, evaluation: str, turn: int) -> dict[str, tuple[f
 
 def stage_change_table(per_seed: list[dict[str, dict[str, tuple[float, float]]]], turn: int) -> str:
     """Markdown: what each stage changed against the one before it (and the last against the first), paired by
-    seed and problem — the same problems judged before and after, so a problem's own difficulty cancels and the
-    standard error is the change's, not two tables' spread. `per_seed`: per seed, {stage: problem_outcomes}.
-    A change within about two standard errors of zero is noise."""
+    seed and problem. `per_seed`: per seed, {stage: problem_outcomes}."""
     stages = [s for s in POLICY_STAGES if any(s in seed for seed in per_seed)]
     pairs = list(zip(stages, stages[1:]))
     if len(stages) > 2:
         pairs.append((stages[0], stages[-1]))
+    return paired_change_table(per_seed, pairs, turn)
+
+
+def paired_change_table(per_seed: list[dict[str, dict[str, tuple[float, float]]]], pairs: list[tuple[str, str]],
+                        turn: int) -> str:
+    """Markdown: a row per (before, after) pair of evaluated policies — the change in the share of problems passed
+    at turn 1 and by `turn`, paired by seed and problem: the same problems judged before and after, so a
+    problem's own difficulty cancels and the standard error is the change's, not two tables' spread. A change
+    within about two standard errors of zero is noise. `per_seed`: per seed, {policy: problem_outcomes}."""
     lines = [f"| change | turn 1, points | problems up / down | by turn {turn}, points | problems up / down | pairs |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for before, after in pairs:
