@@ -148,12 +148,17 @@ def _where_to_look(config) -> None:
 
 def _print_held_out(cfg, runs: dict[str, str]) -> None:
     """What the policy scores on problems it never trained on, after each evaluated stage."""
-    from warehouse.reports import evaluation_rows, held_out_table
+    from warehouse.reports import evaluation_rows, held_out_table, problem_outcomes, stage_change_table
 
-    rows = evaluation_rows(_open_warehouse(cfg), runs)
+    warehouse = _open_warehouse(cfg)
+    rows = evaluation_rows(warehouse, runs)
     if rows:
         console.print(f"\n[bold]Held-out ({cfg.evaluate.split} split), by the stage evaluated[/]")
         console.print(held_out_table([rows], cfg.evaluate.max_turns), markup=False)
+    if len(rows) > 1:  # what each stage changed, problem by problem
+        turn = min(3, cfg.evaluate.max_turns)
+        outcomes = {r["stage"]: problem_outcomes(warehouse, r["evaluation"], turn) for r in rows}
+        console.print(stage_change_table([outcomes], turn), markup=False)
 
 
 @app.command()

@@ -173,7 +173,8 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     assert (f"problems:{runs['hints']}", "evaluation") in datasets["evaluate"]
 
 
-def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):
+def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo, capsys):
+    from flows.cli import _print_held_out
     from warehouse.reports import evaluation_rows, held_out_table, problem_outcomes
 
     runs, config, _, wh = demo
@@ -187,6 +188,9 @@ def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo):
     outcomes = problem_outcomes(wh, rows[0]["evaluation"], config.evaluate.max_turns)
     assert len(outcomes) == 2 and all(0 <= first <= later <= 1 for first, later in outcomes.values())
     assert sum(first for first, _ in outcomes.values()) / 2 == pytest.approx(rows[0]["accuracy/turn_1"])
+    _print_held_out(config, runs)  # what `kerneldojo run` ends with: the table, then LEAP's change against SFT
+    printed = capsys.readouterr().out
+    assert "| sft |" in printed and "| leap_rl vs sft |" in printed and printed.rstrip().endswith(" 2 |")
     # evaluate.untimed_after=[sft]: SFT's evaluation judged correctness only and reports no speed, not none faster
     sft, leap = rows
     assert sft["timed"] is False and "faster_rate" not in sft and "speedup/geomean_eager" not in sft["metrics"]
