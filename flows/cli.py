@@ -253,14 +253,20 @@ def eval_(from_run: Optional[str] = typer.Option(None, "--from-run", help="evalu
 def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put side by side"),
             config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP)) -> None:
     """Evaluations side by side (from the warehouse): accuracy by turn, fast_p, speedups, pass@k, verdict mix,
-    overall and per KernelBench level. The same metrics are in MLflow's compare view."""
-    from warehouse.reports import compare_table
+    overall and per KernelBench level; then each against the first on the problems they share, paired problem by
+    problem with the change's standard error. The same metrics are in MLflow's compare view."""
+    from warehouse.reports import compare_table, paired_change_table, problem_outcomes
 
     cfg = load_config(config, [])
     wh = _open_warehouse(cfg)
     if wh is None:
         raise WarehouseError(f"no warehouse at {Home.of(cfg).warehouse_path} yet: run `kerneldojo run` first")
     console.print(compare_table(wh, run_ids), markup=False)
+    if len(run_ids) > 1:
+        turn = min(3, cfg.evaluate.max_turns)
+        outcomes = {run_id: problem_outcomes(wh, run_id, turn) for run_id in dict.fromkeys(run_ids)}
+        console.print("\n" + paired_change_table([outcomes], [(run_ids[0], other) for other in run_ids[1:]], turn),
+                      markup=False)
 
 
 @app.command()

@@ -163,6 +163,9 @@ def test_compare_puts_evaluations_side_by_side(evaluation, tmp_path):
     assert "| level1/accuracy/turn_1 | 1 | - |" in lines
     assert "| level2/accuracy/turn_1 | 1 | 1 |" in lines
     assert any(line.startswith("| fast_1/eager/turn_1 |") for line in lines)
+    # then the second against the first on the problems both judged (level 2's), paired problem by problem
+    shared = {r["problem_id"] for r in wh.eval_rows(again)} & {r["problem_id"] for r in wh.eval_rows(run_id)}
+    assert shared and f"| {again} vs {run_id} | +0.0 ± 0.0 | 0 / 0 | +0.0 ± 0.0 | 0 / 0 | {len(shared)} |" in lines
 
 
 def test_eval_cli_asks_for_exactly_one_policy(kernelbench):
