@@ -147,18 +147,14 @@ def _where_to_look(config) -> None:
 
 
 def _print_held_out(cfg, runs: dict[str, str]) -> None:
-    """What the policy scores on problems it never trained on, after each evaluated stage."""
-    from warehouse.reports import evaluation_rows, held_out_table, problem_outcomes, stage_change_table
+    """What the policy scores on problems it never trained on, after each evaluated stage, and what each stage
+    changed (the pipeline's parent MLflow run holds the same, `held_out.md`)."""
+    from flows.pipeline import held_out_report
 
-    warehouse = _open_warehouse(cfg)
-    rows = evaluation_rows(warehouse, runs)
-    if rows:
+    report = held_out_report(_open_warehouse(cfg), runs, cfg.evaluate.max_turns)
+    if report:
         console.print(f"\n[bold]Held-out ({cfg.evaluate.split} split), by the stage evaluated[/]")
-        console.print(held_out_table([rows], cfg.evaluate.max_turns), markup=False)
-    if len(rows) > 1:  # what each stage changed, problem by problem
-        turn = min(3, cfg.evaluate.max_turns)
-        outcomes = {r["stage"]: problem_outcomes(warehouse, r["evaluation"], turn) for r in rows}
-        console.print(stage_change_table([outcomes], turn), markup=False)
+        console.print(report, markup=False)
 
 
 @app.command()

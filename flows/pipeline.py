@@ -67,6 +67,8 @@ def pipeline(config_path: str | None = None, overrides: list[str] | None = None,
         parent.set_tags({"kerneldojo.registered_model": f"{config.name}/{version}"})
     parent.log_metrics({"pipeline/wall_seconds": time.perf_counter() - started,
                         **pipeline_metrics(warehouse, runs)})
+    if report := held_out_report(warehouse, runs, config.evaluate.max_turns):
+        parent.log_text(report, "held_out.md")
     parent.finish(ok=True)
     return runs
 
@@ -77,6 +79,20 @@ def stages_done(warehouse: Warehouse, from_run: str) -> dict[str, str]:
     run = warehouse.succeeded_run(from_run, STAGES[:-1])  # not after an evaluation: nothing follows it
     before = STAGES[: STAGES.index(run.stage) + 1]
     return {stage: warehouse.ancestor(from_run, stage).id for stage in before}
+
+
+def held_out_report(warehouse: Warehouse, runs: dict[str, str], max_turns: int) -> str:
+    """Markdown for the parent run (what `kerneldojo run` prints): held-out numbers by the stage evaluated, then
+    what each stage changed, paired problem by problem. Empty without evaluations."""
+    from warehouse.reports import evaluation_rows, held_out_table, problem_outcomes, stage_change_table
+
+    rows = evaluation_rows(warehouse, runs)
+    if not rows:
+        return ""
+    turn = min(3, max_turns)
+    outcomes = {r["stage"]: problem_outcomes(warehouse, r["evaluation"], turn) for r in rows}
+    tables = [held_out_table([rows], max_turns)] + ([stage_change_table([outcomes], turn)] if len(rows) > 1 else [])
+    return "\n\n".join(tables) + "\n"
 
 
 HELD_OUT_METRICS = ("accuracy/", "fast_", "speedup/", "pass_at_", "avg_at_")  # per-level ones stay on the evaluation

@@ -3,6 +3,7 @@
 import importlib.util
 import shutil
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -144,6 +145,9 @@ def test_mlflow_has_one_parent_and_a_nested_run_per_stage(demo):
     assert {"policy", "sft_loss.png", "summary.json"} <= artifacts["sft"]
     assert {"sample_kernels.json", "op_families.png"} <= artifacts["distill"] | artifacts["synthesize"]
     assert "sizes.png" in artifacts["synthesize"]
+    # the parent holds the held-out report: the table by stage, then LEAP's change against SFT problem by problem
+    report = Path(client.download_artifacts(parents[0].info.run_id, "held_out.md")).read_text()
+    assert "| sft |" in report and "| leap_rl vs sft |" in report
     assert "sample_kernels.json" in artifacts["leap_rl"] and "accuracy_by_turn.png" in artifacts["evaluate"]
     # the policy is an MLflow Model: it loads with mlflow.transformers and tokenizes as the checkpoint does
     import mlflow.artifacts
