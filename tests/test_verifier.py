@@ -569,6 +569,35 @@ def test_untimed_verdicts_judge_correctness_alone(verifier_cache):
         judge.close()
 
 
+def test_a_reference_waits_for_the_device_while_another_judgement_is_timed_on_it(verifier_cache):
+    """A GPU pool times on its device alone (Devices.timing): candidates' trials wait, and so must a reference's,
+    which use the device the same way (inputs drawn, the forward, outputs moved) — a second context on a GPU
+    slows the timed kernels (benchmarks/spinner_probe.py: 1.76x for a 22 ms matmul). Here the device is held
+    for timing by the test while a judgement of a problem whose reference never ran starts: its reference waits
+    (unheld, it runs in ~2 s), then runs, and the verdict is a pass."""
+    import threading
+
+    from verifier.judge import Devices
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.spare_sandboxes=0"]).verifier
+    devices = Devices([0], exclusive_timing=True)
+    judge = Judge(cfg, verifier_cache)
+    verdicts = []
+    try:
+        with devices.timing(0):
+            worker = threading.Thread(target=lambda: verdicts.append(judge.verify(problem(), candidate("correct"),
+                                                                                  devices)))
+            worker.start()
+            time.sleep(12)  # a reference alone on this machine runs in ~2 s; under the timing it must not start
+            assert not judge.reference_ran(problem().id) and worker.is_alive()
+        worker.join(120)
+        assert judge.reference_ran(problem().id)
+        assert [v.category for v in verdicts] == [V.passed], [v.detail for v in verdicts]
+    finally:
+        judge.close()
+
+
 def test_an_untimed_verdict_in_the_cache_does_not_answer_for_a_timed_judgement(verifier_cache, tmp_path):
     """RFT judges untimed and RL timed, over one verdict cache: the same kernel, cached from RFT, came back to RL
     with no speedup — and the speed term of its reward lost — while the key did not say whether it was timed."""

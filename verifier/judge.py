@@ -420,13 +420,14 @@ class Judge:
         (ReferenceError, raised). Then the candidate is judged again, alone: the reference failing again beside it
         is the candidate's doing, a runtime error of its own."""
         with self.sandboxes.reserve(alone=True), self._keeping(problem.id):
-            fresh = self._run_reference(problem, device_index)  # not kept: the one candidates use stays as it is
-            try:
-                for trial in fresh.trials:
-                    if trial.entry is None:
-                        fresh.remake(trial)
-            finally:
-                fresh.close()
+            with devices.trials(device_index):  # the device's, as any reference's trials (_dynamic)
+                fresh = self._run_reference(problem, device_index)  # not kept: candidates' stays as it is
+                try:
+                    for trial in fresh.trials:
+                        if trial.entry is None:
+                            fresh.remake(trial)
+                finally:
+                    fresh.close()
             if self.config.timed:
                 self.baseline(problem, device_index, devices=devices)
                 if self.device == "cuda" and self.config.compare_torch_compile:
@@ -770,11 +771,14 @@ class Judge:
         timing sets); `eager` given: under torch.compile, on the eager baseline's run count."""
         cfg = self.config
         compiled = eager is not None
-        reference = self.reference(problem, device_index)
+        on_device = devices.trials if devices is not None else lambda _: nullcontext()
+        with on_device(device_index):  # trials of the device's (_dynamic): not beside another's timing
+            reference = self.reference(problem, device_index)
         sets = reference.sets
         last = len(reference.trials) - 1  # the trial whose inputs the warm-up uses (a candidate's too)
         # started (and, under torch.compile, compiled) before the device is taken alone
-        box = self._reference_box_at(problem, device_index, last, processes=compiled)
+        with on_device(device_index):
+            box = self._reference_box_at(problem, device_index, last, processes=compiled)
         expected = eager.expected if compiled else self._stash()
         compile_seconds = 0.0
         try:
@@ -787,8 +791,9 @@ class Judge:
                 compile_seconds = msg[1]
             runs = eager.runs if compiled else min(cfg.timing_runs, reference.most_runs)
             for attempt in range(2):
-                if not compiled:  # made here, before the device is taken alone
-                    self._reference_sets(box, problem, runs, sets)
+                if not compiled:  # made here (drawn on the device), before the device is taken alone
+                    with on_device(device_index):
+                        self._reference_sets(box, problem, runs, sets)
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
                 with self._timed_alone(devices, device_index, box):
                     box.send(("time", last, cfg.timing_warmup, runs, compiled))
@@ -941,7 +946,11 @@ class Judge:
     # -- sandboxed build and run ----------------------------------------------------------
     def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
                  phases: _Phases) -> _Outcome:
-        reference = self.reference(problem, device_index)
+        # the reference's trials use the device as a candidate's do (inputs drawn, the forward, outputs moved):
+        # never beside another's timing, where a second context on the GPU slows the timed kernels (1.76x for a
+        # kernel longer than the GPU's time slice, by chance for a shorter one: benchmarks/spinner_probe.py)
+        with devices.trials(device_index):
+            reference = self.reference(problem, device_index)
         phases.mark("reference")
         box = self.sandboxes.take_run_sandbox(device_index)
         loading = _Loading(fallbacks=phases.build_fallbacks)  # the same list: the verdict reports it
