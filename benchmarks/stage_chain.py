@@ -20,7 +20,8 @@ already trained, rather than started again.
 With `--beside`, evaluations run in processes of their own beside the training stages after them (an evaluation
 waits on the verifier, the CPUs, while the next stage trains on the GPU): a seed of `configs/mini.yaml` takes one
 device session instead of more. A step run beside that a later step reads from is waited for first; the command
-waits for all of them before it ends, and one cut short runs again next time.
+waits for all of them before it ends, and one cut short runs again next time. A timed stage's timings still take
+the GPU alone: the evaluation's trials and generation wait for them (verifier/device_lock.py).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from training.core_algos import (
 )
 from training.prompts import feedback_message
 from training.rollout import Rollout, RolloutEngine, Task, VerifyBatch, multi_turn_rollouts
+from verifier.device_lock import policy_on_device
 from verifier.reward import correctness_first_reward
 
 
@@ -184,7 +185,13 @@ class PolicyTrainer:
     def update(self, sequences: list[list[int]], token_advantages: list[torch.Tensor], train_masks: list[torch.Tensor],
                rollout_logprobs: list[torch.Tensor] | None = None) -> dict[str, float]:
         """PPO-clip over the batch. Old log-probs are the pre-update policy's; with MirrorPop, a sequence whose
-        mean |log pi_theta - log pi_rollout| exceeds delta is dropped (MusaCoder Eq. 21)."""
+        mean |log pi_theta - log pi_rollout| exceeds delta is dropped (MusaCoder Eq. 21). On a GPU, never beside a
+        kernel a judge on the machine times alone (verifier.device_lock)."""
+        with policy_on_device(self.device):
+            return self._update(sequences, token_advantages, train_masks, rollout_logprobs)
+
+    def _update(self, sequences: list[list[int]], token_advantages: list[torch.Tensor],
+                train_masks: list[torch.Tensor], rollout_logprobs: list[torch.Tensor] | None) -> dict[str, float]:
         cfg = self.config
         old = self._scored(self.model, sequences)
         ref = self._scored(self.ref_model, sequences) if self.ref_model is not None else None

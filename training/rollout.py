@@ -18,6 +18,7 @@ import torch
 from schemas.config import GenerationConfig
 from schemas.records import Candidate, Problem, Verdict
 from training.prompts import extract_code, feedback_message, prompt_messages
+from verifier.device_lock import policy_on_device
 
 # a verdict per pair, in order; None where the pair's problem cannot be judged (its reference broke while the
 # candidate was judged: the problem's fault, not the candidate's), and the rollouts leave that problem's group out
@@ -68,14 +69,16 @@ class HFRolloutEngine:
             for i, c in enumerate(batch):  # left padding: generation continues at the right edge
                 ids[i, width - len(c):] = torch.tensor(c)
                 mask[i, width - len(c):] = 1
-            out = self.model.generate(
-                input_ids=ids.to(self.device), attention_mask=mask.to(self.device), do_sample=True,
-                temperature=config.temperature, top_p=config.top_p, top_k=0, max_new_tokens=config.max_new_tokens,
-                pad_token_id=pad, eos_token_id=eos, output_logits=True, return_dict_in_generate=True)
-            new_tokens = out.sequences[:, width:]
-            # log pi of each sampled token under the raw policy (temperature 1), as the trainer scores it
-            logits = torch.stack(out.logits, dim=1).float()
-            token_logp = torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
+            with policy_on_device(self.device):  # never beside a kernel a judge on the machine times alone
+                out = self.model.generate(
+                    input_ids=ids.to(self.device), attention_mask=mask.to(self.device), do_sample=True,
+                    temperature=config.temperature, top_p=config.top_p, top_k=0,
+                    max_new_tokens=config.max_new_tokens, pad_token_id=pad, eos_token_id=eos, output_logits=True,
+                    return_dict_in_generate=True)
+                new_tokens = out.sequences[:, width:]
+                # log pi of each sampled token under the raw policy (temperature 1), as the trainer scores it
+                logits = torch.stack(out.logits, dim=1).float()
+                token_logp = torch.log_softmax(logits, dim=-1).gather(-1, new_tokens.unsqueeze(-1)).squeeze(-1)
             for row, row_logp in zip(new_tokens.tolist(), token_logp.tolist()):
                 tokens = []
                 finished = False
@@ -125,7 +128,8 @@ class VLLMRolloutEngine:
 
         params = SamplingParams(temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_new_tokens,
                                 seed=seed, logprobs=0, stop_token_ids=[self.tokenizer.eos_token_id])
-        outputs = self.llm.generate([{"prompt_token_ids": list(c)} for c in contexts], params, use_tqdm=False)
+        with policy_on_device("cuda"):  # vLLM's GPU: never beside a kernel a judge on the machine times alone
+            outputs = self.llm.generate([{"prompt_token_ids": list(c)} for c in contexts], params, use_tqdm=False)
         results = []
         for out in outputs:
             choice = out.outputs[0]

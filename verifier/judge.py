@@ -33,6 +33,7 @@ import torch
 
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, VerdictCategory
+from verifier.device_lock import MachineDeviceLock, cuda_device_key, machine_lock
 from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, LocalRunner, compiler_errors
 from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
@@ -84,13 +85,15 @@ class _Phases:
 
 
 class _SharedExclusive:
-    """Many holders share it, or one holds it alone; a waiting exclusive holder goes first."""
+    """Many holders share it, or one holds it alone; a waiting exclusive holder goes first. With `machine`, the
+    same holds across every process on the machine that uses the device (device_lock.MachineDeviceLock)."""
 
-    def __init__(self):
+    def __init__(self, machine: MachineDeviceLock | None = None):
         self._cond = threading.Condition()
         self._shared = 0
         self._exclusive = False
         self._waiting = 0
+        self._machine = machine
 
     @contextmanager
     def shared(self) -> Iterator[None]:
@@ -98,7 +101,14 @@ class _SharedExclusive:
             self._cond.wait_for(lambda: not self._exclusive and not self._waiting)
             self._shared += 1
         try:
-            yield
+            if self._machine is not None:
+                self._machine.shared_acquire()  # waits while another process times on the device
+            try:
+                yield
+            finally:
+                if self._machine is not None:
+                    self._machine.shared_release()  # before the count drops: an exclusive holder here finds
+                    # this process holding nothing on the machine's lock
         finally:
             with self._cond:
                 self._shared -= 1
@@ -112,7 +122,8 @@ class _SharedExclusive:
             self._waiting -= 1
             self._exclusive = True
         try:
-            yield
+            with self._machine.exclusive() if self._machine is not None else nullcontext():
+                yield
         finally:
             with self._cond:
                 self._exclusive = False
@@ -121,12 +132,21 @@ class _SharedExclusive:
 
 class Devices:
     """Where a pool's sandboxes run. Builds need no device and correctness trials of many candidates
-    share a GPU; timing takes its GPU alone, waiting for the trials in flight there to finish."""
+    share a GPU; timing takes its GPU alone, waiting for the trials in flight there to finish. `machine_keys`
+    (device index -> the device's key on this machine, device_lock.cuda_device_key) makes that hold for every
+    process on the machine: another judge's trials and timings, and a policy's generation and training."""
 
-    def __init__(self, indices: list[int], exclusive_timing: bool):
+    def __init__(self, indices: list[int], exclusive_timing: bool, machine_keys: dict[int, str] | None = None,
+                 locks_dir: Path | None = None):
         self.indices = indices
         self._next = itertools.count()
-        self._locks = {i: _SharedExclusive() for i in set(indices)} if exclusive_timing else {}
+        machine = {i: machine_lock(key, locks_dir) for i, key in (machine_keys or {}).items()}
+        self._locks = {i: _SharedExclusive(machine.get(i)) for i in set(indices)} if exclusive_timing else {}
+
+    @classmethod
+    def gpus(cls, indices: list[int]) -> Devices:
+        """A GPU pool's devices: timing alone on each GPU, across every process on the machine."""
+        return cls(indices, exclusive_timing=True, machine_keys={i: cuda_device_key(i) for i in set(indices)})
 
     def assign(self) -> int:
         return self.indices[next(self._next) % len(self.indices)]

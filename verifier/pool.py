@@ -295,7 +295,7 @@ class LocalVerifierPool(VerifierPool):
             # Builds need only CPUs and trials share a GPU well, so many candidates are in flight; timing
             # takes its GPU alone (Devices.timing). Each build runs nvcc and g++ at once: half the cores
             # in flight keeps the CPUs busy without queueing (latency = in flight / throughput).
-            self.devices = Devices(list(range(self.workers)), exclusive_timing=True)
+            self.devices = Devices.gpus(list(range(self.workers)))
             threads = max(self.workers, config.compile_workers or max(1, _cores() // 2))
         else:
             self.devices = Devices([0], exclusive_timing=False)

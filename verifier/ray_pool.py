@@ -29,14 +29,17 @@ def _require_ray():
 
 class _JudgeActor:
     def __init__(self, config_json: str, cache_dir: str, base_seed: int):
-        from verifier.judge import Judge
+        from verifier.judge import Devices, Judge
 
-        self.judge = Judge(VerifierConfig.model_validate_json(config_json), cache_dir, base_seed)
+        config = VerifierConfig.model_validate_json(config_json)
+        self.judge = Judge(config, cache_dir, base_seed)
+        # its one GPU (Ray sets CUDA_VISIBLE_DEVICES), timed alone from every other process on the machine
+        self.devices = Devices.gpus([0]) if config.backend == "cuda" else None
 
     def verify(self, problem_json: str, candidate_json: str) -> str:
         problem = Problem.model_validate_json(problem_json)
         candidate = Candidate.model_validate_json(candidate_json)
-        outcome = judged(self.judge, problem, candidate)
+        outcome = judged(self.judge, problem, candidate, self.devices)
         if isinstance(outcome, Verdict):
             return outcome.model_dump_json()
         return json.dumps({"reference_broken": [outcome.problem_id, outcome.candidate_id, outcome.why]})

@@ -1,0 +1,215 @@
+"""A device's timing is alone across processes: another judge's trials (or a policy's generation) on the same GPU
+wait for it, and it waits for them — the judges are real processes sharing real lock files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from verifier.device_lock import machine_lock
+from verifier.judge import Devices
+
+REPO = Path(__file__).resolve().parents[1]
+
+# another process of the machine: its own Devices (or the policy's hold) on the same GPU key, which writes when
+# its holds start and end (seconds of the shared monotonic clock) to `log`, and "ready" once its first hold began
+OTHER = textwrap.dedent("""
+    import sys, threading, time
+    from pathlib import Path
+    from verifier.judge import Devices
+    from verifier.device_lock import machine_lock
+    mode, locks, log, hold, count = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+    if mode.startswith("gpu-"):  # the GPU's own key, as a pool on it makes it ($KERNELDOJO_DEVICE_LOCKS: locks)
+        mode, devices = mode.removeprefix("gpu-"), Devices.gpus([0])
+    else:
+        devices = Devices([0], exclusive_timing=True, machine_keys={0: "gpu-test"}, locks_dir=locks)
+    lines, guard = [], threading.Lock()
+
+    def note(*words):
+        with guard:
+            lines.append(" ".join(str(w) for w in words))
+            log.write_text("\\n".join(lines) + "\\n")
+
+    def trial(i):
+        with devices.trials(0):
+            note("start", i, time.monotonic())
+            time.sleep(hold)
+            note("end", i, time.monotonic())
+
+    if mode == "timing":
+        with devices.timing(0):
+            note("start", 0, time.monotonic())
+            time.sleep(hold)
+            note("end", 0, time.monotonic())
+    elif mode == "dies-timing":
+        import os
+        with devices.timing(0):
+            note("start", 0, time.monotonic())
+            os._exit(0)  # no release: the kernel drops its locks
+    elif mode == "policy":
+        lock = machine_lock("gpu-test", locks)
+        lock.shared_acquire()
+        note("start", 0, time.monotonic())
+        time.sleep(hold)
+        note("end", 0, time.monotonic())
+        lock.shared_release()
+    else:  # "trials": `count` holds, each starting half a hold after the last, so the device is never free
+        threads = []
+        for i in range(count):
+            threads.append(threading.Thread(target=trial, args=(i,)))
+            threads[-1].start()
+            time.sleep(hold / 2)
+        for t in threads:
+            t.join()
+""")
+
+
+def _other(mode: str, locks: Path, log: Path, hold: float, count: int = 1, env: dict | None = None) \
+        -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", OTHER, mode, str(locks), str(log), str(hold), str(count)],
+                            cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", **(env or {})})
+
+
+def _events(log: Path) -> list[tuple[str, int, float]]:
+    if not log.exists():
+        return []
+    return [(w[0], int(w[1]), float(w[2])) for w in (line.split() for line in log.read_text().splitlines() if line)]
+
+
+def _wait_for_start(log: Path, proc: subprocess.Popen, timeout: float = 60.0) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        started = [t for kind, _, t in _events(log) if kind == "start"]
+        if started:
+            return started[0]
+        assert proc.poll() is None, "the other process ended before it held the device"
+        time.sleep(0.02)
+    raise AssertionError("the other process never held the device")
+
+
+def _devices(locks: Path) -> Devices:
+    return Devices([0], exclusive_timing=True, machine_keys={0: "gpu-test"}, locks_dir=locks)
+
+
+def test_a_timing_waits_for_another_processes_trials_on_its_gpu(tmp_path):
+    log = tmp_path / "other.log"
+    other = _other("trials", tmp_path / "locks", log, hold=2.0)
+    try:
+        _wait_for_start(log, other)
+        with _devices(tmp_path / "locks").timing(0):
+            timed_from = time.monotonic()
+        other.wait(60)
+    finally:
+        other.kill()
+    ((_, _, ended),) = [e for e in _events(log) if e[0] == "end"]
+    assert timed_from >= ended, f"timed {ended - timed_from:.2f} s before the other process's trial ended"
+
+
+def test_another_processes_trials_and_a_policys_work_wait_for_a_timing(tmp_path):
+    devices = _devices(tmp_path / "locks")
+    for mode in ("trials", "policy"):
+        log = tmp_path / f"{mode}.log"
+        with devices.timing(0):
+            other = _other(mode, tmp_path / "locks", log, hold=0.1)
+            try:
+                time.sleep(4.0)  # the other process starts (imports torch) and asks for the device meanwhile
+                assert other.poll() is None and _events(log) == [], f"{mode}: it ran while the device was timed"
+                released = time.monotonic()
+            except BaseException:
+                other.kill()
+                raise
+        try:
+            started = _wait_for_start(log, other)
+            assert other.wait(60) == 0
+        finally:
+            other.kill()
+        assert started >= released, mode
+
+
+def test_a_waiting_timing_goes_before_another_processes_new_trials(tmp_path):
+    """Another process whose overlapping trials would keep the GPU shared for 10 s: the timing asked for gets in
+    after the trials already running, and the next ones wait for it — as within one process."""
+    log = tmp_path / "other.log"
+    other = _other("trials", tmp_path / "locks", log, hold=1.0, count=20)
+    try:
+        _wait_for_start(log, other)
+        asked = time.monotonic()
+        with _devices(tmp_path / "locks").timing(0):
+            timed_from = time.monotonic()
+            time.sleep(1.0)
+            timed_to = time.monotonic()
+        other.wait(120)
+    finally:
+        other.kill()
+    assert timed_from - asked < 3.0, f"the timing waited {timed_from - asked:.1f} s behind new trials"
+    starts = {i: t for kind, i, t in _events(log) if kind == "start"}
+    ends = {i: t for kind, i, t in _events(log) if kind == "end"}
+    assert len(starts) == len(ends) == 20
+    for i in starts:  # no trial of the other process overlaps the timing
+        assert ends[i] <= timed_from or starts[i] >= timed_to, (i, starts[i], ends[i], timed_from, timed_to)
+
+
+def test_a_process_that_dies_while_timing_frees_the_gpu(tmp_path):
+    log = tmp_path / "other.log"
+    other = _other("dies-timing", tmp_path / "locks", log, hold=0.0)
+    try:
+        _wait_for_start(log, other)
+        other.wait(60)
+    finally:
+        other.kill()
+    done = threading.Event()
+
+    def trial():
+        with _devices(tmp_path / "locks").trials(0):
+            done.set()
+
+    threading.Thread(target=trial, daemon=True).start()
+    assert done.wait(10), "a dead process's timing still holds the GPU"
+
+
+def test_one_process_counts_its_judges_and_policys_shared_holds_on_one_lock(tmp_path):
+    """The policy's hold and the judge's of one process are one lock: the process's own timing waits for its
+    policy's generation (which may share the GPU with trials, never with a timed kernel)."""
+    assert machine_lock("gpu-test", tmp_path) is machine_lock("gpu-test", tmp_path)
+    devices = _devices(tmp_path)
+    policy = machine_lock("gpu-test", tmp_path)
+    policy.shared_acquire()
+    timed = threading.Event()
+
+    def timing():
+        with devices.timing(0):
+            timed.set()
+
+    threading.Thread(target=timing, daemon=True).start()
+    assert not timed.wait(1.0), "timed beside the policy's generation"
+    policy.shared_release()
+    assert timed.wait(10)
+
+
+@pytest.mark.gpu
+def test_cuda_a_pools_timing_waits_for_another_processes_trials_on_the_same_gpu(tmp_path, monkeypatch):
+    """Two processes that number the GPU differently (one sees it through CUDA_VISIBLE_DEVICES) meet on its
+    UUID: the pool's devices (`Devices.gpus`, what LocalVerifierPool and the Ray actors use) time it alone."""
+    import torch
+
+    monkeypatch.setenv("KERNELDOJO_DEVICE_LOCKS", str(tmp_path / "locks"))
+    log = tmp_path / "other.log"
+    uuid = str(torch.cuda.get_device_properties(0).uuid)
+    visible = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"  # CUDA's name of the GPU by its UUID
+    other = _other("gpu-trials", tmp_path / "locks", log, hold=2.0,
+                   env={"KERNELDOJO_DEVICE_LOCKS": str(tmp_path / "locks"), "CUDA_VISIBLE_DEVICES": visible})
+    try:
+        _wait_for_start(log, other)
+        with Devices.gpus([0]).timing(0):
+            timed_from = time.monotonic()
+        assert other.wait(60) == 0
+    finally:
+        other.kill()
+    ((_, _, ended),) = [e for e in _events(log) if e[0] == "end"]
+    assert timed_from >= ended, f"timed {ended - timed_from:.2f} s before the other process's trial ended"

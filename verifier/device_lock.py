@@ -1,0 +1,147 @@
+"""One GPU's shared/exclusive lock for every process on the machine that judges or runs a policy on it.
+
+A judge's own threads take turns on a device through `judge._SharedExclusive` (trials share it, a timing holds it
+alone). That is one process's view: a second judge on the same GPU (an evaluation run beside a training stage, two
+stages started from the Prefect UI, the Ray pool's actors) ran its trials, and a policy its generation, while the
+first timed a kernel alone — and a second CUDA context on the GPU slows a timed kernel longer than a time slice
+1.76x (benchmarks/spinner_probe.py): noise in every speedup, hence in every timed reward. This lock extends the
+same rule across processes with flock(2) on two files named after the GPU's UUID (CUDA_VISIBLE_DEVICES renumbers
+GPUs per process; the UUID is the GPU):
+
+- `<key>.lock`: held shared by a process while any of its threads holds the device shared, exclusively by the
+  process that times on it;
+- `<key>.turn`: an exclusive holder takes it first, and every new shared hold passes through it (held shared for an
+  instant), so a waiting timing goes before new trials of any process, as it does within one.
+
+flock belongs to an open file, not to a thread, so each hold opens its own; the kernel drops it if the process
+dies. Sandboxes never see these files (they live outside every sandbox's mounts, and candidates cannot name
+them: the judge, not the candidate, takes the lock).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+LOCKS_ENV = "KERNELDOJO_DEVICE_LOCKS"
+
+
+def device_locks_dir() -> Path:
+    """Where the machine's device locks live: $KERNELDOJO_DEVICE_LOCKS, else a folder of the system's temp dir
+    (one per user: every process of a user's runs meets there)."""
+    configured = os.environ.get(LOCKS_ENV)
+    return Path(configured) if configured else Path(tempfile.gettempdir()) / f"kerneldojo-device-locks-{os.getuid()}"
+
+
+def cuda_device_key(device_index: int) -> str:
+    """The GPU's UUID as this process sees device `device_index` (the same GPU has the same key in every
+    process, whatever its CUDA_VISIBLE_DEVICES)."""
+    import torch
+
+    props = torch.cuda.get_device_properties(device_index)
+    if getattr(props, "uuid", None) is not None:
+        return f"gpu-{props.uuid}"
+    if getattr(props, "pci_bus_id", None) is not None:  # the GPU's slot: as unique on one machine
+        return f"gpu-pci-{getattr(props, 'pci_domain_id', 0)}-{props.pci_bus_id}-{getattr(props, 'pci_device_id', 0)}"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")  # the last resort: the machine's numbering
+    return f"gpu-{visible[device_index] if device_index < len(visible) and visible[device_index] else device_index}"
+
+
+class MachineDeviceLock:
+    """The cross-process half of a device's lock (see the module's docstring). Not re-entrant; the in-process
+    half (`judge._SharedExclusive`) decides which of this process's threads go, and calls `shared_acquire` /
+    `shared_release` for each shared holder and `exclusive` around its one exclusive holder."""
+
+    def __init__(self, key: str, directory: Path | None = None):
+        directory = Path(directory) if directory is not None else device_locks_dir()
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = directory / f"{key}.lock"
+        self.turn_path = directory / f"{key}.turn"
+        self._holders = 0  # this process's threads that hold the device shared
+        self._fd: int | None = None  # the open file whose shared flock they hold
+        self._transition = threading.Lock()  # one thread at a time takes or drops the process's shared flock
+
+    def _open(self, path: Path) -> int:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def _pass_turn(self) -> None:
+        """Wait while another process's timing waits for or holds the device (it holds the turn exclusively)."""
+        fd = self._open(self.turn_path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        finally:
+            os.close(fd)  # releases it
+
+    def shared_acquire(self) -> None:
+        self._pass_turn()
+        with self._transition:
+            if self._holders == 0:
+                fd = self._open(self.path)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                self._fd = fd
+            self._holders += 1
+
+    def shared_release(self) -> None:
+        with self._transition:
+            self._holders -= 1
+            if self._holders == 0 and self._fd is not None:
+                os.close(self._fd)  # drops the flock
+                self._fd = None
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """The device alone on the machine: no new shared hold of any process starts (the turn), and those of other
+        processes have ended (the lock). The caller's own process holds none (its in-process half saw to it)."""
+        turn = self._open(self.turn_path)
+        try:
+            fcntl.flock(turn, fcntl.LOCK_EX)
+            fd = self._open(self.path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)
+        finally:
+            os.close(turn)
+
+
+_machine_locks: dict[tuple[str, Path], MachineDeviceLock] = {}
+_machine_locks_guard = threading.Lock()
+
+
+def machine_lock(key: str, directory: Path | None = None) -> MachineDeviceLock:
+    """This process's one MachineDeviceLock of a device (its judge and its policy count their shared holds
+    together, on one open file)."""
+    directory = Path(directory) if directory is not None else device_locks_dir()
+    with _machine_locks_guard:
+        if (key, directory) not in _machine_locks:
+            _machine_locks[(key, directory)] = MachineDeviceLock(key, directory)
+        return _machine_locks[(key, directory)]
+
+
+@contextmanager
+def policy_on_device(device: str) -> Iterator[None]:
+    """Around a policy's GPU work (a generation batch, an update): shared with judges' trials, never beside a
+    kernel timed alone by any judge on the machine — a policy generating beside a timing slows the timed kernel as
+    another judge's trials would. Nothing on the CPU (timing there is never alone)."""
+    import torch
+
+    where = torch.device(device)
+    if where.type != "cuda":
+        yield
+        return
+    lock = machine_lock(cuda_device_key(where.index if where.index is not None else torch.cuda.current_device()))
+    lock.shared_acquire()
+    try:
+        yield
+    finally:
+        lock.shared_release()
