@@ -64,6 +64,10 @@ def rl_rank(job: RLRankJob, events: RankEvents) -> int:
             break
         seed = job.seed * 7919 + step + RANK_SEED_STRIDE * me.rank
         sampled = sample(engine, verify, tasks, job.config, job.reward, job.backend, seed)
+        # every rank's verification over before any rank updates: an update holds its GPU against timings
+        # (verifier.device_lock) and waits in its collectives for the other ranks, so a timing of a rank still
+        # verifying, waiting on that GPU, would never end
+        dist.barrier()
         stats, seconds = train_on(trainer, sampled, job.config)
         engine.sync_weights(trainer.model)
         parts = [None] * me.world_size if me.is_main else None
