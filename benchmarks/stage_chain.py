@@ -161,7 +161,7 @@ class Beside:
 
 def run_chain(steps: list[str], state_path: Path, config_path: str | None, overrides: list[str],
               deadline_s: float, from_run: str | None = None, limit_s: float = float("inf"),
-              beside: set[str] = frozenset()) -> dict[str, str]:
+              beside: set[str] = frozenset(), over_calls: bool = False) -> dict[str, str]:
     from flows.pipeline import stages_done
     from flows.stages import stage
     from tasks.common import Home
@@ -206,9 +206,12 @@ def run_chain(steps: list[str], state_path: Path, config_path: str | None, overr
             # a time-budgeted RL stage knows how long it takes: start it only if the command's limit lets it finish
             budget = getattr(getattr(config, name), "time_budget_s", 0.0) if name in ("warmup_rl", "leap_rl") else 0.0
             if budget and used + budget + RL_START_AND_SAVE_S > limit_s:
-                print(f"[stage_chain] {used:.0f} s used: {step} needs ~{budget + RL_START_AND_SAVE_S:.0f} s, past "
-                      f"the command's limit ({limit_s:g} s): it and after wait for the next invocation", flush=True)
-                break
+                if not over_calls:
+                    print(f"[stage_chain] {used:.0f} s used: {step} needs ~{budget + RL_START_AND_SAVE_S:.0f} s, past "
+                          f"the command's limit ({limit_s:g} s): it and after wait for the next invocation", flush=True)
+                    break
+                print(f"[stage_chain] {step} needs ~{budget + RL_START_AND_SAVE_S:.0f} s, past the command's limit: it "
+                      "starts anyway (--over-calls), the limit cuts it, the next command resumes it", flush=True)
             step_started = time.perf_counter()
             resume = interrupted_run(warehouse, config, name, state[upstream]) if upstream else None
             if resume:
@@ -237,6 +240,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--beside", nargs="*", default=None, metavar="STEP", help="run these steps (none named: "
                         "every evaluation) in processes of their own beside the steps after them")
+    parser.add_argument("--over-calls", action="store_true", help="start a time-budgeted RL step even where its "
+                        "budget passes --limit: the limit cuts it and the next command resumes it from its last "
+                        "checkpoint (on a box kept warm between the commands, which keeps the checkpoints)")
     parser.add_argument("steps", nargs="+", help="stages, evaluate@<stage>, or evaluate")
     args = parser.parse_args(argv)
     beside = set() if args.beside is None else set(args.beside) or {s for s in args.steps if s.startswith("evaluate")}
@@ -244,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         state = run_in_order(lambda: run_chain(args.steps, args.state, args.config, args.set, args.deadline,
-                                               args.from_run, args.limit, beside))
+                                               args.from_run, args.limit, beside, args.over_calls))
     except ConfigError as exc:
         sys.exit(f"error: {exc}")
     print(json.dumps(state), flush=True)

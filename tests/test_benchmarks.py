@@ -161,6 +161,12 @@ def test_stage_chain_goes_on_where_the_last_command_stopped_and_never_starts_pas
     assert run_chain(["warmup_rl"], rl, None, budgeted, float("inf"), limit_s=300) == {"rft": "rft-0000000000"}
     assert "warmup_rl needs ~360 s, past the command's limit (300 s)" in capsys.readouterr().out
     assert len(warehouse.stage_runs()) == 2
+    # ... unless it may run over several commands (--over-calls): it starts (and here finds no rft run to train)
+    from warehouse.store import WarehouseError
+
+    with pytest.raises(WarehouseError, match="no stage run 'rft-0000000000'"):
+        run_chain(["warmup_rl"], rl, None, budgeted, float("inf"), limit_s=300, over_calls=True)
+    assert "warmup_rl needs ~360 s, past the command's limit: it starts anyway" in capsys.readouterr().out
 
 
 def test_stage_chain_runs_a_step_beside_the_chain_and_takes_its_run_into_the_state(tmp_path, capsys):
