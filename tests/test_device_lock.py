@@ -213,3 +213,10 @@ def test_cuda_a_pools_timing_waits_for_another_processes_trials_on_the_same_gpu(
         other.kill()
     ((_, _, ended),) = [e for e in _events(log) if e[0] == "end"]
     assert timed_from >= ended, f"timed {ended - timed_from:.2f} s before the other process's trial ended"
+
+
+def test_a_lock_folder_that_cannot_be_written_is_one_clear_error(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    with pytest.raises(RuntimeError, match="KERNELDOJO_DEVICE_LOCKS"):
+        Devices([0], exclusive_timing=True, machine_keys={0: "gpu-clear"}, locks_dir=blocked / "locks")

@@ -59,9 +59,16 @@ class MachineDeviceLock:
 
     def __init__(self, key: str, directory: Path | None = None):
         directory = Path(directory) if directory is not None else device_locks_dir()
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = directory / f"{key}.lock"
         self.turn_path = directory / f"{key}.turn"
+        try:
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for path in (self.path, self.turn_path):
+                os.close(self._open(path))
+        except OSError as exc:
+            raise RuntimeError(f"the GPU's lock files cannot be made in {directory} ({exc.strerror}): every judge "
+                               f"and policy on the machine meets there; set ${LOCKS_ENV} to a folder this user "
+                               "can write (the same for all of the machine's runs)") from exc
         self._holders = 0  # this process's threads that hold the device shared
         self._fd: int | None = None  # the open file whose shared flock they hold
         self._transition = threading.Lock()  # one thread at a time takes or drops the process's shared flock
