@@ -55,6 +55,12 @@ class VerifierConfig(StrictModel):
                                    "of this machine's or cgroup's): a judgement starts only while its sandbox's "
                                    "memory_limit_mb fits beside those running, and their cgroups are capped to it, so "
                                    "no candidate or reference can take the judge's or the machine's memory")
+    memory_admission: Literal["limit", "reference"] = Field(
+        "limit", description="how much of sandbox_memory_mb one judgement takes: `limit`, memory_limit_mb; "
+        "`reference`, once its problem's reference has run, what that reference's sandbox used (2x its peak + "
+        "3 GiB, at most memory_limit_mb), its candidate's sandbox capped there — a candidate killed at that cap is "
+        "judged again with its whole limit, so no verdict depends on the estimate; more small problems judged at "
+        "once (KernelBench level 2's median trial is 0.2 GB beside level 1's 4 GB). Needs cgroups (else `limit`)")
     timing_runs: int = Field(10, ge=1)
     timing_warmup: int = Field(2, ge=0)
     compare_torch_compile: bool = Field(True, description="cuda: also time the reference under torch.compile")

@@ -136,14 +136,24 @@ def _problems(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None) -> l
         found = _scaled_down(ctx, found, int(cfg.scale_to_mb * 2**20))
 
     known = ctx.warehouse.known_hints(p.id for p in found)
+    # the sizes a judgement's memory estimate starts from (verifier.memory_admission: reference), from the same
+    # export as the hints: recorded with the problem, so a later evaluation of it exports nothing again
+    sized = ctx.warehouse.known_sizes(p.id for p in found)
+    wants_sizes = ctx.config.verifier.memory_admission == "reference"
 
     def hinted(problem: Problem) -> Problem:  # torch.export runs the reference: in a sandbox
-        if problem.id in known:
-            return problem.model_copy(update={"hints": known[problem.id]})
+        if problem.id in known and (problem.id in sized or not wants_sizes):
+            return problem.model_copy(update={"hints": known[problem.id],
+                                              "measures": {**problem.measures, **sized.get(problem.id, {})}})
         try:
-            return problem.model_copy(update={"hints": extract_hints(problem, ctx.analyser)})
+            hints = extract_hints(problem, ctx.analyser)
+            export = ctx.analyser.export(problem)  # the analysis extract_hints made (kept by the analyser)
         except HintError:  # the prompt goes without hints; whether the reference runs is checked next
             return problem
+        except AnalysisError:  # hints without sizes: its judgements take memory_limit_mb until its reference ran
+            return problem.model_copy(update={"hints": hints})
+        sizes = {k: export[k] for k in ("input_bytes", "output_bytes") if isinstance(export.get(k), int)}
+        return problem.model_copy(update={"hints": hints, "measures": {**problem.measures, **sizes}})
 
     with progress_bar("shape hints (sandboxed)", len(found)) as advance, \
             ThreadPoolExecutor(max_workers=max(1, min(8, len(os.sched_getaffinity(0))))) as threads:

@@ -62,7 +62,8 @@ def evaluation(kernelbench, tmp_path_factory, verifier_cache):
     overrides = [f"home={home}", f"verifier.cache_dir={verifier_cache}", "evaluate.policy=template",
                  "evaluate.problems=kernelbench", f"evaluate.kernelbench_dir={kernelbench}", "evaluate.levels=[1,2]",
                  "evaluate.max_turns=2", "verifier.timing_runs=2", "evaluate.scale_to_mb=1",
-                 "verifier.kept_problems=1"]  # the judge keeps one problem's trials: KernelBench at full size
+                 "verifier.kept_problems=1",  # the judge keeps one problem's trials: KernelBench at full size
+                 "verifier.memory_admission=reference"]  # judgements take their problem's estimate, from its sizes
     run_id = stage(name="evaluate", overrides=overrides)
     config = load_config(None, overrides)
     return run_id, overrides, Warehouse(Home.of(config).warehouse_path), home
@@ -91,6 +92,11 @@ def test_a_kernelbench_folder_is_evaluated_per_level_without_an_upstream_run(eva
     problems = wh.problems(run_id)
     assert sorted(p.name for p in problems) == sorted(n.removesuffix(".py") for n in [*FOLDER, SIZED_NAME])
     assert {p.difficulty for p in problems} == {1, 2}
+    # the sizes its analysis measured go with each problem (a judgement's memory estimate starts from them), and
+    # a later evaluation of the same problems finds them without exporting again
+    relu = next(p for p in problems if p.name == "level1/1_ReLU")
+    assert relu.measures["input_bytes"] == 64 * 256 * 4 == relu.measures["output_bytes"]
+    assert wh.known_sizes([relu.id]) == {relu.id: {"input_bytes": 65536, "output_bytes": 65536}}
     rows = wh.eval_rows(run_id)
     assert len(rows) == 4 and all(r["passed"] for r in rows)
 

@@ -654,3 +654,64 @@ def test_a_sandbox_that_floods_its_directories_with_files_runs_out_of_its_own_in
         made, why, size = found[name]
         assert why == "ENOSPC" and made < cap and size <= cfg.memory_limit_mb << 20, (name, found)
     assert sandbox_processes() == []
+
+
+def test_a_judgement_takes_its_problems_memory_estimate_and_one_that_outgrows_it_gets_its_whole_limit(tmp_path):
+    """verifier.memory_admission: reference. Once a problem's reference has run, a judgement of it takes about
+    what that reference's sandbox used (twice its peak and 3 GiB), not a sandbox's whole limit, and its
+    candidate's sandbox is capped there — so small problems are judged many at once. A candidate that needs
+    more (within its own limit) is killed at the cap and judged again with its whole limit: it passes, and no
+    verdict depends on the estimate."""
+    import threading
+
+    from verifier.isolation import Cgroups
+
+    if Cgroups.detect() is None:
+        pytest.skip("no usable cgroup memory controller here")
+    cfg = load_config(None, ["verifier.memory_limit_mb=8192", "verifier.memory_admission=reference",
+                             "verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.trials=2",
+                             "verifier.timed=false"]).verifier
+    with Judge(cfg, tmp_path / "cache") as judge:
+        assert judge.judgement_memory_mb(problem()) is None  # nothing measured yet: the whole limit
+        assert judge.verify(problem(), candidate("good", good())).category == V.passed
+        estimate = judge.judgement_memory_mb(problem())
+        assert estimate is not None and 3072 < estimate < 8192, estimate
+        # a judgement now holds the estimate, not the limit (watched while its candidate sleeps in __init__)
+        sleeper = candidate("sleeps", good().replace("super().__init__()",
+                                                     "super().__init__()\n        import time; time.sleep(3)"))
+        held, done = [], threading.Event()
+
+        def watch():
+            while not done.is_set():
+                held.append(judge.sandboxes.memory_budget.used_mb)
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        try:
+            assert judge.verify(problem(), sleeper).category == V.passed
+        finally:
+            done.set()
+            watcher.join()
+        assert max(held) == estimate, (max(held), estimate)
+        # one that holds 1 GiB more than the estimate, well within its own 8 GiB: killed at the cap, then judged
+        # with its whole limit
+        hungry = candidate("holds_more_than_estimated", good().replace(
+            "super().__init__()", f"super().__init__()\n        self.held = b'x' * ({estimate + 1024} << 20)"))
+        verdict = judge.verify(problem(), hungry)
+        assert verdict.category == V.passed, verdict.detail
+        assert judge.estimates_outgrown == 1
+    assert sandbox_processes() == []
+
+
+def test_a_problems_memory_estimate_before_its_reference_runs_comes_from_its_measured_sizes():
+    from schemas.records import Problem
+    from verifier.judge import measured_reference_peak, memory_estimate_mb
+
+    sized = Problem(id="p", source="test", reference="x", measures={"input_bytes": 1 << 30, "output_bytes": 1 << 29,
+                                                     "cuda": {"input_bytes": 2 << 30, "output_bytes": 1 << 29}})
+    # the larger of its recorded sizes: 2 x (2 GiB in + 0.5 GiB out) + 1 GiB of the sandbox's own
+    assert measured_reference_peak(sized) == 6 << 30
+    assert memory_estimate_mb(6 << 30, limit_mb=32768) == 2 * 6144 + 3072
+    assert memory_estimate_mb(6 << 30, limit_mb=8192) == 8192  # never past a sandbox's own limit
+    assert measured_reference_peak(Problem(id="q", source="test", reference="x")) is None  # nothing measured

@@ -266,6 +266,26 @@ class Cgroups:
         return False
 
     @staticmethod
+    def lower_memory_limit(leaves: tuple[str, ...], memory_bytes: int) -> bool:
+        """Lower the groups' memory limit (and memory+swap's, after it: v1 keeps memory <= memory+swap) to
+        `memory_bytes`. False where a limit could not be written."""
+        written = False
+        for leaf in map(Path, leaves):
+            for name in ("memory.max", "memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                if (leaf / name).exists():
+                    try:
+                        (leaf / name).write_text(str(memory_bytes))
+                    except OSError:
+                        return False
+                    written = True
+        return written
+
+    @staticmethod
+    def reached_limit(leaves: tuple[str, ...]) -> bool:
+        """Whether any of the groups' peak came within a charge of its own memory limit."""
+        return any(Cgroups._peak_reached_limit(Path(leaf)) for leaf in leaves)
+
+    @staticmethod
     def _peak_reached_limit(leaf: Path) -> bool:
         """Whether the group's peak came within a charge of its own limit (memory, or memory+swap, which `create`
         limits too). Not the failure counters: on cgroup v1 with swap accounting the kernel charges memory+swap
@@ -443,6 +463,11 @@ class MemoryReservation:
         while this one's judgement did — so far, or until it ended: a failure a neighbour can cause (the GPU's
         memory held, its time shared) may not be this judgement's own."""
         return self._hold.accompanied
+
+    @property
+    def memory_mb(self) -> int:
+        """The judgement's share (MB): what it reserved, or the whole budget when alone."""
+        return self._hold.memory_mb
 
     def release(self) -> None:
         with self._lock:

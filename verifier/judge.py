@@ -38,8 +38,8 @@ from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, Loca
 from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
 from verifier.isolation import remove_dead_judges_directories
-from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxStarved, SandboxStartError, cpu_accounting,
-                                quote)
+from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
+                                cpu_accounting, quote)
 from verifier.stash import STASH_MEMORY_BYTES, TensorStash, digest, private_directory
 from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, describe, nbytes_of, read_tensors, same_bytes,
                                write_tensors)
@@ -164,6 +164,30 @@ class Devices:
     def exclusive(self, index: int) -> bool:
         """Whether timing takes this device alone (a GPU pool); a CPU pool times beside its trials."""
         return index in self._locks
+
+
+ESTIMATE_FACTOR = 2  # a candidate's sandbox may take this many times what its problem's reference's took ...
+ESTIMATE_FLOOR_MB = 3072  # ... and this much more: its own CUDA context, its build's loading, its temporaries
+
+
+REFERENCE_BASE_BYTES = 1 << 30  # a reference sandbox's own: Python, torch, a CUDA context's host side
+
+
+def memory_estimate_mb(reference_peak_bytes: int, limit_mb: int) -> int:
+    """The memory a judgement of a problem takes, from its reference sandbox's peak (verifier.memory_admission:
+    reference): ESTIMATE_FACTOR times it plus ESTIMATE_FLOOR_MB, at most the sandbox's own limit."""
+    return min(limit_mb, ESTIMATE_FACTOR * (reference_peak_bytes >> 20) + ESTIMATE_FLOOR_MB)
+
+
+def measured_reference_peak(problem: Problem) -> int | None:
+    """What the problem's reference sandbox will take, before it has run, from the sizes its analysis measured
+    (`measures`: inputs, weights, outputs; the largest of its recorded sizes): a trial's tensors on the host and
+    in the file the judge reads, its weights, and the sandbox's own. None when nothing was measured."""
+    sizes = [m for m in (problem.measures, problem.measures.get("cuda")) if isinstance(m, dict)]
+    if not any(isinstance(m.get("input_bytes"), int) for m in sizes):
+        return None
+    size = lambda key: max((m[key] for m in sizes if isinstance(m.get(key), int) and m[key] >= 0), default=0)
+    return 2 * (size("input_bytes") + size("output_bytes")) + size("weight_bytes") + REFERENCE_BASE_BYTES
 
 
 def _cuda_arch(device_index: int) -> str:
@@ -309,6 +333,10 @@ class Judge:
         self._builders: dict[str | None, FastInlineBuilder] = {}
         self._references: dict[tuple[str, int], _Reference] = {}
         self._ran: set[str] = set()  # problems whose reference ran here at least once (kept or dropped since)
+        # problem -> the memory (MB) a judgement of it takes (verifier.memory_admission: reference), from what its
+        # reference's sandbox used; and how many candidates outgrew it (judged again with their whole limit)
+        self._estimates: dict[str, int] = {}
+        self.estimates_outgrown = 0
         # seconds per phase summed over every reference this judge ran (checks, and runs again after eviction)
         self._reference_cost: Counter = Counter()
         self._baselines: dict[tuple[str, int, bool], _Baseline | None] = {}
@@ -400,14 +428,27 @@ class Judge:
 
     def reference_cost(self) -> dict[str, float]:
         """Seconds per phase summed over every reference this judge ran ("references": how many, "total": their
-        seconds; "remade trials" and "remade seconds": trials too large to keep, made again for a candidate)."""
+        seconds; "remade trials" and "remade seconds": trials too large to keep, made again for a candidate;
+        "estimates outgrown": candidates judged again with their whole memory limit, verifier.memory_admission)."""
         with self._lock:
-            return dict(self._reference_cost)
+            outgrown = {"estimates outgrown": self.estimates_outgrown} if self.estimates_outgrown else {}
+            return {**self._reference_cost, **outgrown}
 
     def check_reference(self, problem: Problem, device_index: int = 0) -> None:
         """Run the problem's reference (raises ReferenceError if it cannot run here); its trials are then kept
         like a verdict's, within verifier.kept_problems and kept_gb, for the verdicts that follow."""
         self._starved_retried(lambda: self.reference(problem, device_index), problem)
+
+    def judgement_memory_mb(self, problem: Problem) -> int | None:
+        """The share of sandbox memory a judgement of `problem` takes (verifier.memory_admission: reference): from
+        what its reference's sandbox took here, else from its measured sizes; None: memory_limit_mb."""
+        if self.config.memory_admission != "reference" or not self.sandboxes.isolation.cgroups:
+            return None
+        with self._lock:
+            if problem.id in self._estimates:
+                return self._estimates[problem.id]
+        guess = measured_reference_peak(problem)
+        return None if guess is None else memory_estimate_mb(guess, self.config.memory_limit_mb)
 
     def _starved_retried(self, judge: Callable[[], Any], problem: Problem) -> tuple[Any, bool]:
         """`judge()` within this thread's memory share, and whether another judgement ran beside it; made again,
@@ -417,17 +458,24 @@ class Judge:
         limits by default on a GPU box (3.4 x 32 GB on the H200), so a candidate cannot starve itself to fail the
         stage there; starved even then, something beside the sandboxes took the memory promised to them: raised,
         an infrastructure error."""
-        for alone in (False, True):
+        share = self.judgement_memory_mb(problem)  # None: memory_limit_mb
+        alone = False
+        while True:
             try:
-                with self.sandboxes.reserve(alone=alone) as reservation, self._keeping(problem.id):
+                with self.sandboxes.reserve(alone=alone, memory_mb=share) as reservation, self._keeping(problem.id):
                     result = judge()
                     return result, reservation.accompanied
+            except SandboxOverEstimate:  # the estimate was too small for this candidate: its whole limit now
+                with self._lock:
+                    self.estimates_outgrown += 1
+                share = None
             except SandboxStarved as exc:
                 if alone:
                     raise SandboxStarved(
                         f"problem {problem.name or problem.id}: {exc}, even judged alone; this machine lacks the "
                         "memory its sandboxes were promised (something beside them took it): lower "
                         "verifier.memory_limit_mb or verifier.sandbox_memory_mb") from None
+                alone, share = True, None
 
     def _judged_alone(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
                       phases: _Phases, beside: ReferenceError) -> _Outcome:
@@ -685,8 +733,15 @@ class Judge:
             stash.close()
             raise
         finally:
+            # what the reference's sandbox took (its cgroup's count: nothing the sandbox says), for the estimate
+            peak = box.peak_memory_bytes() if self.config.memory_admission == "reference" and box.home.cgroups \
+                else None
             box.close()
         reference.cost_seconds = {**cost, "total": time.perf_counter() - started}
+        if peak is not None:  # measured beats the guess from sizes; the largest of its runs here
+            with self._lock:
+                self._estimates[problem.id] = max(self._estimates.get(problem.id, 0),
+                                                  memory_estimate_mb(peak, self.config.memory_limit_mb))
         total = reference.cost_seconds["total"]
         with self._lock:
             self._reference_cost.update({**cost, "total": total, "references": 1})

@@ -63,6 +63,11 @@ class SandboxStarved(SandboxStartError):
     share of it) ran out. No verdict on the code inside: the judgement is made again."""
 
 
+class SandboxOverEstimate(SandboxStarved):
+    """A run sandbox capped at its problem's memory estimate (verifier.memory_admission: reference), below its
+    own limit, was killed at that cap: no verdict on the code, which is judged again with its whole limit."""
+
+
 _START_LOCK = threading.Lock()
 
 
@@ -144,6 +149,7 @@ class Sandbox:
         self._closed = False
         self._awaiting = False  # a request is unanswered: the sandbox is busy (or hung), don't wait on it
         self.reservation: MemoryReservation | None = None  # its judgement's share of the memory budget
+        self.capped_mb: int | None = None  # its cgroup's limit lowered to its judgement's share (memory_admission)
         self._paused_since: float | None = None  # stopped (SIGSTOP) while another is timed on its device
         self._paused_total = 0.0
         self._pause_lock = threading.Lock()
@@ -291,6 +297,9 @@ class Sandbox:
     def death_detail(self, exitcode: int | None, when: str) -> str:
         """Why it died, for the verdict; raises SandboxStarved when the machine's memory, not its own limit,
         killed it (a verdict then would charge the code inside for its neighbours)."""
+        if self.home.cgroups and self.capped_mb is not None and Cgroups.reached_limit(self.home.cgroups):
+            raise SandboxOverEstimate(f"a sandbox was killed {when or 'while running'} at {self.capped_mb} MB, its "
+                                      "problem's memory estimate (verifier.memory_admission), below its own limit")
         if self.home.cgroups and Cgroups.starved(self.home.cgroups):
             raise SandboxStarved(f"a sandbox was killed {when or 'while running'} for want of host memory while "
                                  "within its own limit (verifier.memory_limit_mb)")
@@ -470,11 +479,11 @@ class SandboxFactory:
             self._gpu[device_index] = (gpu_device_nodes(device_index), _visible_gpu(device_index))
         return self._gpu[device_index]
 
-    def reserve(self, alone: bool = False) -> MemoryReservation:
-        """This thread's share of the memory budget for its judgement (waits for its turn; see MemoryBudget), or
-        all of it (`alone`). Taken around a whole judgement, before any lock, and again (re-entrant) by every
-        sandbox it starts."""
-        return self.memory_budget.reserve(self.config.memory_limit_mb, alone=alone)
+    def reserve(self, alone: bool = False, memory_mb: int | None = None) -> MemoryReservation:
+        """This thread's share of the memory budget for its judgement (waits for its turn; see MemoryBudget):
+        `memory_mb` (its problem's estimate, verifier.memory_admission) or memory_limit_mb, or all of it (`alone`).
+        Taken around a whole judgement, before any lock, and again (re-entrant) by every sandbox it starts."""
+        return self.memory_budget.reserve(memory_mb or self.config.memory_limit_mb, alone=alone)
 
     def start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
         reservation = self.reserve()
@@ -484,7 +493,18 @@ class SandboxFactory:
             reservation.release()
             raise
         box.reservation = reservation
+        self._cap_to_share(box)
         return box
+
+    def _cap_to_share(self, box: Sandbox) -> None:
+        """A candidate's sandbox judged on a share below its own limit (its problem's estimate) gets that share as
+        its cgroup's limit: what it was promised is what it may take, so it can starve no neighbour; killed there,
+        it is judged again with its whole limit (SandboxOverEstimate). Builds and references keep their limit:
+        their memory is not the candidate's."""
+        share = box.reservation.memory_mb if box.reservation is not None else None
+        if box.role == "run" and share is not None and share < self.config.memory_limit_mb and box.home.cgroups \
+                and Cgroups.lower_memory_limit(box.home.cgroups, share << 20):
+            box.capped_mb = share
 
     def _start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
         if self._aborted:
@@ -570,6 +590,7 @@ class SandboxFactory:
         if taken is None:
             return self.start(role, device_index)
         taken.reservation = self.reserve()  # a spare waits unreserved: an idle process holds little
+        self._cap_to_share(taken)
         return taken
 
     def take_run_sandbox(self, device_index: int) -> Sandbox:

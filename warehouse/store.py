@@ -329,6 +329,21 @@ class Warehouse:
                           "AND hints IS NOT NULL AND hints != '[]' GROUP BY id", [ids])
         return {r["id"]: [TensorHint(**h) for h in json.loads(r["hints"])] for r in rows}
 
+    def known_sizes(self, problem_ids: Iterable[str]) -> dict[str, dict[str, int]]:
+        """The input and output bytes some earlier run's analysis recorded for these problems (`measures`)."""
+        ids = list(problem_ids)
+        if not ids:
+            return {}
+        rows = self._rows("SELECT id, measures FROM problems WHERE id IN (SELECT unnest(?)) AND measures IS NOT NULL",
+                          [ids])
+        sizes: dict[str, dict[str, int]] = {}
+        for r in rows:
+            measures = json.loads(r["measures"])
+            if isinstance(measures, dict) and isinstance(measures.get("input_bytes"), int):
+                sizes[r["id"]] = {k: measures[k] for k in ("input_bytes", "output_bytes")
+                                  if isinstance(measures.get(k), int)}
+        return sizes
+
     def candidates(self, run_id: str) -> list[Candidate]:
         rows = self._rows("SELECT * FROM candidates WHERE stage_run_id = ? ORDER BY id", [run_id])
         return [Candidate(id=r["id"], problem_id=r["problem_id"], source=r["source"], backend=r["backend"],
