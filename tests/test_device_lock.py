@@ -25,7 +25,9 @@ OTHER = textwrap.dedent("""
     from verifier.judge import Devices
     from verifier.device_lock import machine_lock
     mode, locks, log, hold, count = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
-    if mode.startswith("gpu-"):  # the GPU's own key, as a pool on it makes it ($KERNELDOJO_DEVICE_LOCKS: locks)
+    if mode == "gpu-policy":
+        mode, devices = "policy", None
+    elif mode.startswith("gpu-"):  # the GPU's own key, as a pool on it makes it ($KERNELDOJO_DEVICE_LOCKS: locks)
         mode, devices = mode.removeprefix("gpu-"), Devices.gpus([0])
     else:
         devices = Devices([0], exclusive_timing=True, machine_keys={0: "gpu-test"}, locks_dir=locks)
@@ -52,6 +54,12 @@ OTHER = textwrap.dedent("""
         with devices.timing(0):
             note("start", 0, time.monotonic())
             os._exit(0)  # no release: the kernel drops its locks
+    elif mode == "policy" and devices is None:  # a policy's GPU work (verifier.device_lock.policy_on_device)
+        from verifier.device_lock import policy_on_device
+        with policy_on_device("cuda:0"):
+            note("start", 0, time.monotonic())
+            time.sleep(hold)
+            note("end", 0, time.monotonic())
     elif mode == "policy":
         lock = machine_lock("gpu-test", locks)
         lock.shared_acquire()
@@ -220,3 +228,24 @@ def test_a_lock_folder_that_cannot_be_written_is_one_clear_error(tmp_path):
     blocked.write_text("not a folder")
     with pytest.raises(RuntimeError, match="KERNELDOJO_DEVICE_LOCKS"):
         Devices([0], exclusive_timing=True, machine_keys={0: "gpu-clear"}, locks_dir=blocked / "locks")
+
+
+@pytest.mark.gpu
+def test_cuda_a_policys_generation_in_another_process_waits_for_a_pools_timing(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELDOJO_DEVICE_LOCKS", str(tmp_path / "locks"))
+    log = tmp_path / "policy.log"
+    with Devices.gpus([0]).timing(0):
+        other = _other("gpu-policy", tmp_path / "locks", log, hold=0.1,
+                       env={"KERNELDOJO_DEVICE_LOCKS": str(tmp_path / "locks")})
+        try:
+            time.sleep(8.0)  # it imports torch, makes its CUDA context and asks for the GPU meanwhile
+            assert other.poll() is None and _events(log) == [], "the policy ran on the GPU while it was timed"
+            released = time.monotonic()
+        except BaseException:
+            other.kill()
+            raise
+    try:
+        assert _wait_for_start(log, other) >= released
+        assert other.wait(60) == 0
+    finally:
+        other.kill()

@@ -20,6 +20,7 @@ from transformers import PrinterCallback, Trainer, TrainerCallback, TrainingArgu
 from schemas.config import ConfigError
 from training.distributed import DistributedError, RankEvents, check_world, collective_backend, launch, rank_info
 from training.model import load_policy, save_policy
+from verifier.device_lock import policy_on_device
 
 IGNORE_INDEX = -100
 MetricsCallback = Callable[[dict[str, float], int], None]
@@ -74,6 +75,31 @@ class _ReportCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if self.on_step:
             self.on_step()
+
+
+class _DeviceHoldCallback(TrainerCallback):
+    """Each optimiser step holds its GPU shared with judges' trials, never beside a kernel a judge on the
+    machine times alone (verifier.device_lock): a timing waits at most one step. Nothing on the CPU."""
+
+    def __init__(self):
+        self._held = None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self._held is None:  # once a step, however the Trainer calls it around accumulation
+            held = policy_on_device(str(args.device))
+            held.__enter__()
+            self._held = held
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._release()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self._release()  # a step that ended without its on_step_end
+
+    def _release(self):
+        if self._held is not None:
+            held, self._held = self._held, None
+            held.__exit__(None, None, None)
 
 
 # Batches of similar lengths: multi-task corpora mix one-line reviewer answers with whole kernels, and
@@ -141,7 +167,7 @@ def _train_here(model, job: dict[str, Any], world_size: int, on_metrics: Metrics
         )
         trainer = Trainer(model=model, args=args, train_dataset=job["encoded"],
                           data_collator=PadCollator(job["pad_token_id"]),
-                          callbacks=[_ReportCallback(on_metrics, on_step)])
+                          callbacks=[_ReportCallback(on_metrics, on_step), _DeviceHoldCallback()])
         trainer.remove_callback(PrinterCallback)  # metrics go to on_metrics (MLflow), not to stdout
         output = trainer.train()
         if save_to:
