@@ -701,6 +701,25 @@ def test_a_judgement_takes_its_problems_memory_estimate_and_one_that_outgrows_it
         verdict = judge.verify(problem(), hungry)
         assert verdict.category == V.passed, verdict.detail
         assert judge.estimates_outgrown == 1
+        # one whose write to a file of its own tmpfs fails at the cap (an error it raises, where the kernel refuses
+        # the page rather than killing): the same
+        writer = candidate("writes_more_than_estimated", native(
+            '  static bool written = false;\n'
+            '  if (!written) {\n'
+            '    written = true;\n'
+            '    FILE* f = std::fopen("big.bin", "wb");\n'
+            '    std::string block(1 << 20, \'x\');\n'
+            f'    for (int i = 0; i < {estimate + 1024}; ++i)\n'
+            '      TORCH_CHECK(f && std::fwrite(block.data(), 1, block.size(), f) == block.size() && std::fflush(f) == 0,'
+            ' "write failed at ", i, " MB");\n'
+            '    std::fclose(f);\n'
+            '    std::remove("big.bin");\n'
+            '  }').replace(  # in ModelNew's __init__ (within run_timeout_s), not in a trial's 2 s
+            "self.w = nn.Parameter(torch.randn(8))", "self.w = nn.Parameter(torch.randn(8))\n"
+                                                     "        mod.fwd(torch.zeros(4, 8), self.w)"))
+        verdict = judge.verify(problem(), writer, static_rules=False)
+        assert verdict.category == V.passed, verdict.detail
+        assert judge.estimates_outgrown == 2
     assert sandbox_processes() == []
 
 

@@ -516,3 +516,24 @@ def test_cuda_attacks_fail_and_leave_the_machine_as_it_was(tmp_path):
                                                backend="cuda")).category == V.passed
     finally:
         judge.close()
+
+
+def test_cuda_a_candidate_that_pins_more_host_memory_than_its_estimate_is_judged_with_its_whole_limit(tmp_path):
+    """verifier.memory_admission: reference on the GPU: a candidate's sandbox capped at its problem's estimate
+    whose page-locked host buffer (the driver's allocation, which may fail rather than fault at the cap) passes it
+    is judged again with its whole limit, and passes."""
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.memory_limit_mb=16384",
+                             "verifier.memory_admission=reference", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.spare_sandboxes=0", "verifier.timed=false"]).verifier
+    problem = example_problem("scale_shift", "cuda")
+    with Judge(cfg, tmp_path / "cache") as judge:
+        if not judge.sandboxes.isolation.cgroups:
+            pytest.skip("no usable cgroup memory controller here")
+        assert judge.verify(problem, cuda_candidate()).category == V.passed
+        estimate = judge.judgement_memory_mb(problem)
+        assert estimate is not None and estimate < 16384, estimate
+        pinning = cuda_candidate(extra=f"import torch\n_held = torch.empty(({estimate} + 1024) << 20, "
+                                       "dtype=torch.uint8, pin_memory=True).fill_(1)\n")
+        verdict = judge.verify(problem, pinning, static_rules=False)
+        assert verdict.category == V.passed, verdict.detail
+        assert judge.estimates_outgrown == 1

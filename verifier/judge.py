@@ -37,7 +37,7 @@ from verifier.device_lock import MachineDeviceLock, cuda_device_key, machine_loc
 from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, LocalRunner, compiler_errors
 from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
-from verifier.isolation import remove_dead_judges_directories
+from verifier.isolation import Cgroups, remove_dead_judges_directories
 from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
                                 cpu_accounting, quote)
 from verifier.stash import STASH_MEMORY_BYTES, TensorStash, digest, private_directory
@@ -168,8 +168,6 @@ class Devices:
 
 ESTIMATE_FACTOR = 2  # a candidate's sandbox may take this many times what its problem's reference's took ...
 ESTIMATE_FLOOR_MB = 3072  # ... and this much more: its own CUDA context, its build's loading, its temporaries
-
-
 REFERENCE_BASE_BYTES = 1 << 30  # a reference sandbox's own: Python, torch, a CUDA context's host side
 
 
@@ -1043,6 +1041,12 @@ class Judge:
                               "the candidate as harness-tampering", problem.name or problem.id, candidate.id)
                 outcome = _tampered(f"a reply the judge could not read: {type(exc).__name__}", loading.build_seconds)
             outcome.peak_memory = box.peak_memory_bytes()
+            if box.capped_mb is not None and outcome.category != VerdictCategory.passed \
+                    and Cgroups.reached_limit(box.home.cgroups):
+                # at its problem's estimate an allocation or a write failed rather than the process being killed
+                # (a file of its tmpfs, pinned memory): the estimate's doing, not the code's
+                raise SandboxOverEstimate(f"a sandbox failed ({outcome.category.value}) at {box.capped_mb} MB, its "
+                                          "problem's memory estimate (verifier.memory_admission), below its own limit")
             return outcome
         finally:
             box.close()
