@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -59,8 +60,9 @@ class MachineDeviceLock:
 
     def __init__(self, key: str, directory: Path | None = None):
         directory = Path(directory) if directory is not None else device_locks_dir()
-        self.path = directory / f"{key}.lock"
-        self.turn_path = directory / f"{key}.turn"
+        name = re.sub(r"[^0-9A-Za-z_.-]", "_", key)  # however torch prints a UUID: one file name
+        self.path = directory / f"{name}.lock"
+        self.turn_path = directory / f"{name}.turn"
         try:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             for path in (self.path, self.turn_path):
