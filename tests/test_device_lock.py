@@ -17,8 +17,8 @@ from verifier.judge import Devices
 
 REPO = Path(__file__).resolve().parents[1]
 
-# another process of the machine: its own Devices (or the policy's hold) on the same GPU key, which writes when
-# its holds start and end (seconds of the shared monotonic clock) to `log`, and "ready" once its first hold began
+# another process of the machine: its own Devices (or a policy's hold) on the same GPU key, which writes when its
+# holds start and end (seconds of the shared monotonic clock) to `log`
 OTHER = textwrap.dedent("""
     import sys, threading, time
     from pathlib import Path
@@ -38,17 +38,18 @@ OTHER = textwrap.dedent("""
             lines.append(" ".join(str(w) for w in words))
             log.write_text("\\n".join(lines) + "\\n")
 
+    def held(i=0):
+        note("start", i, time.monotonic())
+        time.sleep(hold)
+        note("end", i, time.monotonic())
+
     def trial(i):
         with devices.trials(0):
-            note("start", i, time.monotonic())
-            time.sleep(hold)
-            note("end", i, time.monotonic())
+            held(i)
 
     if mode == "timing":
         with devices.timing(0):
-            note("start", 0, time.monotonic())
-            time.sleep(hold)
-            note("end", 0, time.monotonic())
+            held()
     elif mode == "dies-timing":
         import os
         with devices.timing(0):
@@ -57,15 +58,11 @@ OTHER = textwrap.dedent("""
     elif mode == "policy" and devices is None:  # a policy's GPU work (verifier.device_lock.policy_on_device)
         from verifier.device_lock import policy_on_device
         with policy_on_device("cuda:0"):
-            note("start", 0, time.monotonic())
-            time.sleep(hold)
-            note("end", 0, time.monotonic())
+            held()
     elif mode == "policy":
         lock = machine_lock("gpu-test", locks)
         lock.shared_acquire()
-        note("start", 0, time.monotonic())
-        time.sleep(hold)
-        note("end", 0, time.monotonic())
+        held()
         lock.shared_release()
     else:  # "trials": `count` holds, each starting half a hold after the last, so the device is never free
         threads = []
@@ -204,12 +201,12 @@ def test_one_process_counts_its_judges_and_policys_shared_holds_on_one_lock(tmp_
 def test_cuda_a_pools_timing_waits_for_another_processes_trials_on_the_same_gpu(tmp_path, monkeypatch):
     """Two processes that number the GPU differently (one sees it through CUDA_VISIBLE_DEVICES) meet on its
     UUID: the pool's devices (`Devices.gpus`, what LocalVerifierPool and the Ray actors use) time it alone."""
+    import re
+
     import torch
 
     monkeypatch.setenv("KERNELDOJO_DEVICE_LOCKS", str(tmp_path / "locks"))
     log = tmp_path / "other.log"
-    import re
-
     uuid = str(torch.cuda.get_device_properties(0).uuid).removeprefix("GPU-")
     # CUDA's name of the GPU by its UUID where torch shows one (else its index: the same GPU, numbered alike)
     visible = f"GPU-{uuid}" if re.fullmatch(r"[0-9a-fA-F-]{36}", uuid) else "0"

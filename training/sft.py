@@ -10,6 +10,7 @@ import importlib.util
 import math
 import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,24 +83,19 @@ class _DeviceHoldCallback(TrainerCallback):
     machine times alone (verifier.device_lock): a timing waits at most one step. Nothing on the CPU."""
 
     def __init__(self):
-        self._held = None
+        self._held = ExitStack()
+        self._holding = False
 
     def on_step_begin(self, args, state, control, **kwargs):
-        if self._held is None:  # once a step, however the Trainer calls it around accumulation
-            held = policy_on_device(str(args.device))
-            held.__enter__()
-            self._held = held
+        if not self._holding:  # once a step, however the Trainer calls it around accumulation
+            self._held.enter_context(policy_on_device(str(args.device)))
+            self._holding = True
 
     def on_step_end(self, args, state, control, **kwargs):
-        self._release()
+        self._held.close()
+        self._holding = False
 
-    def on_train_end(self, args, state, control, **kwargs):
-        self._release()  # a step that ended without its on_step_end
-
-    def _release(self):
-        if self._held is not None:
-            held, self._held = self._held, None
-            held.__exit__(None, None, None)
+    on_train_end = on_step_end  # a step that ended without its on_step_end
 
 
 # Batches of similar lengths: multi-task corpora mix one-line reviewer answers with whole kernels, and

@@ -1043,8 +1043,8 @@ class Judge:
             outcome.peak_memory = box.peak_memory_bytes()
             if box.capped_mb is not None and outcome.category != VerdictCategory.passed \
                     and Cgroups.reached_limit(box.home.cgroups):
-                # at its problem's estimate an allocation or a write failed rather than the process being killed
-                # (a file of its tmpfs, pinned memory): the estimate's doing, not the code's
+                # failed at its problem's estimate (killed there, or an allocation or a write refused): the
+                # estimate's doing, not the code's
                 raise SandboxOverEstimate(f"a sandbox failed ({outcome.category.value}) at {box.capped_mb} MB, its "
                                           "problem's memory estimate (verifier.memory_admission), below its own limit")
             return outcome

@@ -297,9 +297,6 @@ class Sandbox:
     def death_detail(self, exitcode: int | None, when: str) -> str:
         """Why it died, for the verdict; raises SandboxStarved when the machine's memory, not its own limit,
         killed it (a verdict then would charge the code inside for its neighbours)."""
-        if self.home.cgroups and self.capped_mb is not None and Cgroups.reached_limit(self.home.cgroups):
-            raise SandboxOverEstimate(f"a sandbox was killed {when or 'while running'} at {self.capped_mb} MB, its "
-                                      "problem's memory estimate (verifier.memory_admission), below its own limit")
         if self.home.cgroups and Cgroups.starved(self.home.cgroups):
             raise SandboxStarved(f"a sandbox was killed {when or 'while running'} for want of host memory while "
                                  "within its own limit (verifier.memory_limit_mb)")
