@@ -3,6 +3,7 @@ wait for it, and it waits for them — the judges are real processes sharing rea
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -78,7 +79,8 @@ OTHER = textwrap.dedent("""
 def _other(mode: str, locks: Path, log: Path, hold: float, count: int = 1, env: dict | None = None) \
         -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", OTHER, mode, str(locks), str(log), str(hold), str(count)],
-                            cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", **(env or {})})
+                            cwd=REPO, env={"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+                                           "PATH": "/usr/bin:/bin", **(env or {})})  # the box's packages are on its PYTHONPATH
 
 
 def _events(log: Path) -> list[tuple[str, int, float]]:
