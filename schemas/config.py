@@ -315,6 +315,9 @@ class PolicyOptimConfig(StrictModel):
     kl_coef: float = Field(0.0, ge=0)
     ppo_epochs: int = Field(1, ge=1)
     mini_batch_size: int = Field(0, ge=0, description="rollouts per optimiser step; 0 = all of the step's rollouts")
+    target_kl: float = Field(0.0, ge=0, description="stop a step's updates once a mini-batch's approx_kl to the "
+                             "step's old policy passes 1.5x this (PPO's early stop, as Stable-Baselines3's "
+                             "target_kl); 0 = every update of ppo_epochs x mini-batches")
     micro_batch_size: int = Field(4, ge=1, description="rollouts per forward/backward (gradient accumulation)")
     grad_clip: float = Field(1.0, gt=0)
     adv_eps: float = Field(1e-6, gt=0)

@@ -88,12 +88,12 @@ def test_worlds_that_cannot_be_are_one_clear_error():
                   processes=2)
 
 
-def _ppo_setup():
+def _ppo_setup(*overrides: str):
     from schemas import load_config
 
     config = load_config(None, ["leap_rl.kl_coef=0.5", "leap_rl.ppo_epochs=2", "leap_rl.loss_agg=token-mean",
                                 "leap_rl.micro_batch_size=2",
-                                "leap_rl.mini_batch_size=0", "leap_rl.learning_rate=1e-2"]).leap_rl
+                                "leap_rl.mini_batch_size=0", "leap_rl.learning_rate=1e-2", *overrides]).leap_rl
     generator = torch.Generator().manual_seed(3)
     sequences = [torch.randint(1, 300, (int(n),), generator=generator).tolist() for n in (9, 14, 6, 11, 12, 7, 10, 8)]
     advantages = [torch.randn(len(s), generator=generator) for s in sequences]
@@ -109,13 +109,16 @@ def _ppo_model():
                                         num_attention_heads=2, num_key_value_heads=1))
 
 
-def _ppo_rank(events):
+def _ppo_rank(*overrides_and_events):
     from training.distributed import rank_info
     from training.rl import PolicyTrainer
 
+    *overrides, _events = overrides_and_events
     torch.distributed.init_process_group("gloo")
     me = rank_info()
-    config, sequences, advantages, masks = _ppo_setup()
+    config, sequences, advantages, masks = _ppo_setup(*(o for o in overrides if o != "rank 0 trains no token"))
+    if "rank 0 trains no token" in overrides and me.rank == 0:
+        masks = [torch.zeros_like(m) for m in masks]  # its own approx_kl stays 0: alone, it would never stop
     share = len(sequences) // me.world_size
     mine = slice(me.rank * share, (me.rank + 1) * share)
     trainer = PolicyTrainer(_ppo_model(), config, pad_token_id=0)
@@ -139,6 +142,20 @@ def test_a_ppo_update_on_two_ranks_is_one_process_update_on_the_whole_batch():
         if name.endswith("k_proj.bias"):  # its gradient is zero (softmax ignores a shift) and Adam steps on the noise
             continue
         torch.testing.assert_close(weights[name], tensor, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_ranks_stop_a_steps_updates_at_the_same_mini_batch_on_their_mean_kl():
+    """target_kl on two ranks: each sees its own rollouts' approx_kl, the mean over ranks decides, and both stop
+    at the same mini-batch (one going on alone would wait in DDP's all-reduce forever)."""
+    from training.rl import merge_ppo_stats
+
+    # 2 mini-batches x 2 epochs; rank 1's policy moves, rank 0's tokens are all prompt (its own approx_kl is 0)
+    stop = ("leap_rl.mini_batch_size=4", "leap_rl.target_kl=1e-9", "rank 0 trains no token")
+    (stats0, _), (stats1, _) = launch(_ppo_rank, stop, 2)
+    assert stats0["optimizer_steps"] == stats1["optimizer_steps"] == 1
+    assert stats0["stopped_early"] == stats1["stopped_early"] == 1.0
+    (stats0, _), (stats1, _) = launch(_ppo_rank, ("leap_rl.mini_batch_size=4", "leap_rl.target_kl=1e9"), 2)
+    assert merge_ppo_stats([stats0, stats1])["optimizer_steps"] == 4
 
 
 def _ppo_rank_deepspeed(zero_stage: int, events):  # launched with its stage as an argument

@@ -60,6 +60,35 @@ def test_mini_batches_make_several_optimizer_steps(tiny):
     assert stats["optimizer_steps"] == 4  # 2 mini-batches x 2 epochs
 
 
+def test_target_kl_stops_a_steps_updates_once_the_policy_has_moved_that_far(tiny):
+    """PPO's early stop: past 1.5 x target_kl from the step's old policy, the step's remaining updates are skipped
+    whole — the weights are those of the updates before it, not a half-accumulated gradient's."""
+    model, tokenizer = tiny
+    sequences, advantages, masks = _batch()
+    advantages = [a * 50 for a in advantages]  # one Adam step at lr 0.05 moves every log-prob far
+
+    def trained(**cfg):
+        m = copy.deepcopy(model)
+        stats = PolicyTrainer(m, PolicyOptimConfig(micro_batch_size=3, learning_rate=0.05, mirrorpop={"enabled": False},
+                                                   **cfg), tokenizer.pad_token_id).update(sequences, advantages, masks)
+        return m, stats
+
+    unbounded, every = trained(mini_batch_size=3, ppo_epochs=2)
+    assert every["optimizer_steps"] == 4 and every["stopped_early"] == 0.0
+    assert every["approx_kl"] > 1.5 * 1e-3  # the moves the bound below is meant to stop
+    bounded, stopped = trained(mini_batch_size=3, ppo_epochs=2, target_kl=1e-3)
+    assert stopped["optimizer_steps"] == 1 and stopped["stopped_early"] == 1.0
+    only_first, _ = trained(mini_batch_size=3, ppo_epochs=1, target_kl=1e-3)
+    ref = copy.deepcopy(model)  # one update on the first mini-batch's rollouts, nothing after
+    PolicyTrainer(ref, PolicyOptimConfig(micro_batch_size=3, learning_rate=0.05, mirrorpop={"enabled": False}),
+                  tokenizer.pad_token_id).update(sequences[:3], advantages[:3], masks[:3])
+    for pb, po, pr, pu in zip(bounded.parameters(), only_first.parameters(), ref.parameters(), unbounded.parameters()):
+        assert torch.equal(pb, pr) and torch.equal(po, pr)  # exactly the first mini-batch's update
+    assert any(not torch.equal(pu, pr) for pu, pr in zip(unbounded.parameters(), ref.parameters()))
+    _, loose = trained(mini_batch_size=3, ppo_epochs=2, target_kl=1e6)
+    assert loose["optimizer_steps"] == 4 and loose["stopped_early"] == 0.0
+
+
 def test_trainer_mirrorpop_drops_off_policy_sequences(tiny):
     model, tokenizer = tiny
     sequences, advantages, masks = _batch(n=4)
@@ -275,3 +304,13 @@ def test_frontier_prompts_come_from_what_the_policy_s_lineage_passed_sometimes(t
                                           "always_passed": 1, "always_failed": 1}
         first_step = sample_problems(ordered, 2, 0, config.seed, shuffle=False)
         assert [p.id for p in first_step] == ["p1", "p0"]
+
+
+def test_step_metrics_say_how_long_the_policy_writes_and_how_often_the_length_limit_cuts_it():
+    from training.rl import _common_metrics
+
+    rollouts = _group([[True], [False, True]])
+    rollouts[1].turns[0].generation = Generation([5] * 7, "cut", False, [0.0] * 7)  # ran into max_new_tokens
+    metrics = _common_metrics(rollouts, max_turns=2)
+    assert metrics["response_length/mean"] == pytest.approx((1 + 7 + 1) / 3)
+    assert metrics["response_length/clip_ratio"] == pytest.approx(1 / 3)

@@ -206,19 +206,26 @@ class PolicyTrainer:
                     dropped += 1
         stats = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "kl": 0.0, "optimizer_steps": 0.0}
         micro_batches = 0
+        stopped_early = False
         ranks = world_size()
         # a rank holds 1/ranks of the batch: its share of each mini-batch, and the mini-batch's normaliser summed
         # over ranks, so the gradients the ranks average are one process's on the whole batch (times `ranks`)
         mini = cfg.mini_batch_size // ranks if cfg.mini_batch_size else len(sequences)
         self.model.train()
         for _ in range(cfg.ppo_epochs):
+            if stopped_early:
+                break
             for m_start in range(0, len(sequences), mini):
                 members = list(range(m_start, min(m_start + mini, len(sequences))))
                 if cfg.loss_agg == "token-mean":
                     normalizer = float(sum(masks[i].sum() for i in members)) or 1.0
                 else:
                     normalizer = float(sum(bool(masks[i].sum() > 0) for i in members)) or 1.0
-                normalizer = self._summed_over_ranks(normalizer) if ranks > 1 else normalizer
+                normalizer = (self._summed_over_ranks(normalizer) or 1.0) if ranks > 1 else normalizer
+                if stats["optimizer_steps"] and cfg.target_kl and self._past_target_kl(
+                        self._approx_kl_to(old, sequences, masks, members[:cfg.micro_batch_size])):
+                    stopped_early = True  # decided before the mini-batch's first forward: nothing half-applied
+                    break
                 for start in range(0, len(members), cfg.micro_batch_size):
                     chunk = members[start:start + cfg.micro_batch_size]
                     logp = self.token_logprobs(self.backend.training_forward, [sequences[i] for i in chunk])
@@ -247,14 +254,33 @@ class PolicyTrainer:
         out["loss"] = stats["loss"] / max(stats["optimizer_steps"], 1)  # micro-batch losses add up per step
         out["optimizer_steps"] = stats["optimizer_steps"]
         out["mirrorpop_mask_rate"] = dropped / max(len(sequences), 1)
+        out["stopped_early"] = float(stopped_early)
         return out
+
+    def _approx_kl_to(self, old: list[torch.Tensor], sequences: list[list[int]], masks: list[torch.Tensor],
+                      chunk: list[int]) -> float:
+        """approx_kl (as the PPO loss reports it) of the policy now against the step's old log-probs, on `chunk`:
+        a forward without gradients through the plain model, as the old log-probs were scored, on every engine."""
+        with torch.no_grad():
+            logp = self.token_logprobs(self.model, [sequences[i] for i in chunk])
+        width = logp.shape[1]
+        moved = torch.stack([F.pad(old[i].float(), (0, width - len(old[i]))) for i in chunk]).to(logp) - logp
+        mask = torch.stack([F.pad(masks[i].float(), (0, width - len(masks[i]))) for i in chunk]).to(logp)
+        return float((0.5 * moved ** 2 * mask).sum() / mask.sum().clamp(min=1.0))
+
+    def _past_target_kl(self, approx_kl: float) -> bool:
+        """Whether the policy has moved past 1.5 x `target_kl` from the step's old policy (the mean over ranks:
+        every rank stops at the same mini-batch, or the others would wait in their collectives forever)."""
+        if world_size() > 1:
+            approx_kl = self._summed_over_ranks(approx_kl) / world_size()
+        return approx_kl > 1.5 * self.config.target_kl
 
     def _summed_over_ranks(self, value: float) -> float:
         dist = torch.distributed
         on = self.device if dist.get_backend() == "nccl" else "cpu"
         total = torch.tensor([value], dtype=torch.float64, device=on)
         dist.all_reduce(total)
-        return float(total.item()) or 1.0
+        return float(total.item())
 
     def save(self, directory: Path) -> None:
         """Optimizer state (the backend's own format) and the update counter, into `directory`. In a world of ranks
@@ -361,6 +387,10 @@ def _common_metrics(rollouts: list[Rollout], max_turns: int) -> dict[str, float]
         metrics[f"pass_rate/cumulative_turn_{t}"] = sum(0 < r.passed_turn <= t for r in rollouts) / n
     metrics["verifier_calls"] = float(sum(len(r.turns) for r in rollouts))
     metrics["generated_tokens"] = float(sum(len(t.generation.token_ids) for r in rollouts for t in r.turns))
+    generations = [t.generation for r in rollouts for t in r.turns]
+    # verl's names: how long the policy writes, and how often the length limit cuts a kernel short
+    metrics["response_length/mean"] = metrics["generated_tokens"] / max(len(generations), 1)
+    metrics["response_length/clip_ratio"] = sum(not g.finished for g in generations) / max(len(generations), 1)
     compiled = [t.verdict.compiled for r in rollouts for t in r.turns]
     metrics["compile_rate"] = sum(compiled) / max(len(compiled), 1)
     metrics["repair_tasks"] = float(len({r.group for r in rollouts if r.task.is_repair}))
