@@ -78,9 +78,10 @@ OTHER = textwrap.dedent("""
 
 def _other(mode: str, locks: Path, log: Path, hold: float, count: int = 1, env: dict | None = None) \
         -> subprocess.Popen:
+    # the GPU box's packages are on its PYTHONPATH, not in site-packages: keep it after the repo
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-c", OTHER, mode, str(locks), str(log), str(hold), str(count)],
-                            cwd=REPO, env={"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-                                           "PATH": "/usr/bin:/bin", **(env or {})})  # the box's packages are on its PYTHONPATH
+                            cwd=REPO, env={"PYTHONPATH": path, "PATH": "/usr/bin:/bin", **(env or {})})
 
 
 def _events(log: Path) -> list[tuple[str, int, float]]:
