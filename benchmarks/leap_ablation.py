@@ -175,7 +175,7 @@ def log_comparison(config, results: list[dict], table: str, command: str) -> str
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=None, help="a pipeline config (default: the embedded tiny one)")
+    parser.add_argument("--config", "-c", default=None, help="a pipeline config (default: the embedded tiny one)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     parser.add_argument("--from-run", default=None, help="the warmup_rl run every method starts from")
     parser.add_argument("--methods", nargs="+", default=list(LEAP_PRESETS), choices=list(LEAP_PRESETS))

@@ -48,7 +48,7 @@ def run_seeds(config_path: str | None, sets: list[str], seeds: list[int],
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=None, help="a pipeline config (default: the embedded tiny one)")
+    parser.add_argument("--config", "-c", default=None, help="a pipeline config (default: the embedded tiny one)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--from-run", default=None, help="continue every seed's pipeline after this stage run "
