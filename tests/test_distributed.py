@@ -109,15 +109,14 @@ def _ppo_model():
                                         num_attention_heads=2, num_key_value_heads=1))
 
 
-def _ppo_rank(*overrides_and_events):
+def _ppo_rank(overrides: tuple[str, ...], rank_0_trains_no_token: bool, events):
     from training.distributed import rank_info
     from training.rl import PolicyTrainer
 
-    *overrides, _events = overrides_and_events
     torch.distributed.init_process_group("gloo")
     me = rank_info()
-    config, sequences, advantages, masks = _ppo_setup(*(o for o in overrides if o != "rank 0 trains no token"))
-    if "rank 0 trains no token" in overrides and me.rank == 0:
+    config, sequences, advantages, masks = _ppo_setup(*overrides)
+    if rank_0_trains_no_token and me.rank == 0:
         masks = [torch.zeros_like(m) for m in masks]  # its own approx_kl stays 0: alone, it would never stop
     share = len(sequences) // me.world_size
     mine = slice(me.rank * share, (me.rank + 1) * share)
@@ -134,7 +133,7 @@ def test_a_ppo_update_on_two_ranks_is_one_process_update_on_the_whole_batch():
     config, sequences, advantages, masks = _ppo_setup()
     one = PolicyTrainer(_ppo_model(), config, pad_token_id=0)
     one_stats = one.update(sequences, advantages, masks)
-    (stats0, weights), (stats1, _) = launch(_ppo_rank, (), 2)
+    (stats0, weights), (stats1, _) = launch(_ppo_rank, ((), False), 2)
     merged = merge_ppo_stats([stats0, stats1])
     assert merged["loss"] == pytest.approx(one_stats["loss"], rel=1e-4, abs=1e-6)
     assert merged["optimizer_steps"] == one_stats["optimizer_steps"] == 2  # one per PPO epoch
@@ -150,11 +149,11 @@ def test_ranks_stop_a_steps_updates_at_the_same_mini_batch_on_their_mean_kl():
     from training.rl import merge_ppo_stats
 
     # 2 mini-batches x 2 epochs; rank 1's policy moves, rank 0's tokens are all prompt (its own approx_kl is 0)
-    stop = ("leap_rl.mini_batch_size=4", "leap_rl.target_kl=1e-9", "rank 0 trains no token")
-    (stats0, _), (stats1, _) = launch(_ppo_rank, stop, 2)
+    stop = ("leap_rl.mini_batch_size=4", "leap_rl.target_kl=1e-9")
+    (stats0, _), (stats1, _) = launch(_ppo_rank, (stop, True), 2)
     assert stats0["optimizer_steps"] == stats1["optimizer_steps"] == 1
     assert stats0["stopped_early"] == stats1["stopped_early"] == 1.0
-    (stats0, _), (stats1, _) = launch(_ppo_rank, ("leap_rl.mini_batch_size=4", "leap_rl.target_kl=1e9"), 2)
+    (stats0, _), (stats1, _) = launch(_ppo_rank, (("leap_rl.mini_batch_size=4", "leap_rl.target_kl=1e9"), False), 2)
     assert merge_ppo_stats([stats0, stats1])["optimizer_steps"] == 4
 
 

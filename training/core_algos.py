@@ -153,6 +153,13 @@ def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return torch.exp(log_ratio) - log_ratio - 1.0
 
 
+def approx_kl(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> float:
+    """How far the policy moved from `old_logp` on the masked tokens: mean 0.5 (log pi - log pi_old)^2 (k2)."""
+    with torch.no_grad():
+        m = mask.bool()
+        return float((0.5 * (logp - old_logp) ** 2 * m).sum() / m.float().sum().clamp(min=1.0))
+
+
 @register_policy_loss("ppo_clip")
 def ppo_clip_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
                   clip_low: float = 0.2, clip_high: float = 0.28, agg: str = "seq-mean-token-mean",
@@ -168,5 +175,5 @@ def ppo_clip_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.
     with torch.no_grad():
         m = mask.bool()
         clip_frac = ((surrogate > clipped) & m).float().sum() / m.float().sum().clamp(min=1.0)
-        approx_kl = (0.5 * (logp - old_logp) ** 2 * m).sum() / m.float().sum().clamp(min=1.0)
-    return aggregate_loss(loss, mask, agg, normalizer), {"clip_frac": float(clip_frac), "approx_kl": float(approx_kl)}
+    return aggregate_loss(loss, mask, agg, normalizer), {"clip_frac": float(clip_frac),
+                                                         "approx_kl": approx_kl(logp, old_logp, mask)}

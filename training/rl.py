@@ -24,6 +24,7 @@ from schemas.records import Problem, Trajectory, Turn, content_hash
 from training.core_algos import (
     ADV_ESTIMATORS,
     POLICY_LOSSES,
+    approx_kl,
     dcp_gate,
     k3_kl,
     mirrorpop_mask,
@@ -229,10 +230,9 @@ class PolicyTrainer:
                 for start in range(0, len(members), cfg.micro_batch_size):
                     chunk = members[start:start + cfg.micro_batch_size]
                     logp = self.token_logprobs(self.backend.training_forward, [sequences[i] for i in chunk])
-                    width = logp.shape[1]
 
                     def padded(tensors: list[torch.Tensor]) -> torch.Tensor:
-                        return torch.stack([F.pad(t.float(), (0, width - len(t))) for t in tensors]).to(self.device)
+                        return _padded(tensors, logp.shape[1], self.device)
 
                     adv = padded([token_advantages[i][1:] for i in chunk])
                     mask = padded([masks[i] for i in chunk])
@@ -264,9 +264,8 @@ class PolicyTrainer:
         with torch.no_grad():
             logp = self.token_logprobs(self.model, [sequences[i] for i in chunk])
         width = logp.shape[1]
-        moved = torch.stack([F.pad(old[i].float(), (0, width - len(old[i]))) for i in chunk]).to(logp) - logp
-        mask = torch.stack([F.pad(masks[i].float(), (0, width - len(masks[i]))) for i in chunk]).to(logp)
-        return float((0.5 * moved ** 2 * mask).sum() / mask.sum().clamp(min=1.0))
+        return approx_kl(logp, _padded([old[i] for i in chunk], width, logp.device),
+                         _padded([masks[i] for i in chunk], width, logp.device))
 
     def _past_target_kl(self, approx_kl: float) -> bool:
         """Whether the policy has moved past 1.5 x `target_kl` from the step's old policy (the mean over ranks:
@@ -373,6 +372,11 @@ def _update_from_rollouts(trainer: PolicyTrainer, rollouts: list[Rollout], rollo
         masks.append(turn_ids >= 0)
         rollout_logp.append(torch.tensor(r.rollout_logprobs))
     return trainer.update(sequences, token_adv, masks, rollout_logp)
+
+
+def _padded(tensors: list[torch.Tensor], width: int, device) -> torch.Tensor:
+    """Per-sequence token tensors of different lengths as one (B, width) float batch, zero past each one's end."""
+    return torch.stack([F.pad(t.float(), (0, width - len(t))) for t in tensors]).to(device)
 
 
 def _group_ids(tasks: list[Task], step: int, run_key: str) -> list[str]:
