@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -36,6 +37,36 @@ from warehouse.tracking import RunLogger, Tracker, run_tags
 console = Console(stderr=True)
 SAMPLES_PER_CATEGORY = 3  # generated kernels per verdict category kept as an MLflow artifact
 log = logging.getLogger("kerneldojo")
+HEARTBEAT_S = 60.0  # a verifier call this long says, once a period, how far it is and what its judgements do
+
+
+@contextmanager
+def heartbeat(pool: VerifierPool, description: str, total: int, every_s: float | None = None) \
+        -> Iterator[Any]:
+    """While the block waits on `pool`: every `every_s` (HEARTBEAT_S) one INFO line — how many of `total` are
+    done (call the yielded function once for each) and what the judgements in flight do or wait for
+    (`VerifierPool.activity`). A KernelBench evaluation at full size can judge nothing for minutes; the line says
+    whether it works or waits, and on what, in the console and in the flow run's log in Prefect."""
+    done = [0]
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S if every_s is None else every_s):
+            log.info("%s: %d of %d done in %.0f s; %s", description, done[0], total, time.perf_counter() - started,
+                     pool.activity())
+
+    thread = threading.Thread(target=beat, name="verifier-heartbeat", daemon=True)
+    thread.start()
+
+    def advance(n: int = 1) -> None:
+        done[0] += n
+
+    try:
+        yield advance
+    finally:
+        stop.set()
+        thread.join()
 
 
 def reason_in_brief(why: str, limit: int = 300) -> str:
@@ -104,8 +135,9 @@ class StageContext:
         summary (`left_out`), and the caller leaves it out. A broken reference is the problem's fault, never the
         policy's: it is not judged against, and it does not end the stage."""
         before, started = self.pool.reference_cost(), time.perf_counter()
-        with progress_bar("references (sandboxed)", len(problems)) as advance:
-            broken = self.pool.check_references(problems, on_checked=lambda _: advance(1))
+        with progress_bar("references (sandboxed)", len(problems)) as advance, \
+                heartbeat(self.pool, "references (sandboxed)", len(problems)) as beat:
+            broken = self.pool.check_references(problems, on_checked=lambda _: (advance(1), beat(1)))
         self._note_reference_cost(len(problems), before, time.perf_counter() - started)
         for problem in problems:
             if problem.id in broken:
@@ -157,12 +189,16 @@ class StageContext:
         names = {p.id: p.name or p.id for p, _ in pairs}
         verdicts: dict[str, Verdict] = {}
         started = time.perf_counter()
-        with progress_bar(description, len(unique)) as advance:
+        with progress_bar(description, len(unique)) as bar, heartbeat(self.pool, description, len(unique)) as beat:
+            def advance(_=None) -> None:
+                bar(1)
+                beat(1)
+
             def broken(b: ReferenceBroken) -> None:
-                advance(1)
+                advance()
                 self._left_out(names[b.problem_id], b.why)
 
-            for v in self.pool.verify_many(unique.values(), on_verdict=lambda _: advance(1), on_broken=broken):
+            for v in self.pool.verify_many(unique.values(), on_verdict=advance, on_broken=broken):
                 verdicts[v.candidate_id] = v
         self._note_throughput(description, list(verdicts.values()), time.perf_counter() - started)
         self._note_reference_runs()

@@ -811,3 +811,93 @@ def test_an_honest_sum_in_another_order_passes(verifier_cache):
                     for name, src in [("honest", honest), ("off", off)]}
     assert verdicts["honest"].category == V.passed, verdicts["honest"].detail
     assert verdicts["off"].category == V.wrong_output and "for summation order" in verdicts["off"].detail
+
+
+def test_activity_names_each_threads_judgement_and_what_it_does_now():
+    """A thread's outermost `doing` names its judgement, the innermost what it does now; a `waiting_for` is
+    waiting only until what it waits for is entered; a thread that left its judgement is gone from the view."""
+    import threading
+
+    from verifier.activity import describe, doing, in_flight, waiting_for
+
+    lock = threading.Lock()
+    lock.acquire()
+    inside, leave = threading.Event(), threading.Event()
+
+    def judgement() -> None:
+        with doing("level1/4_Matrix_vector"):
+            with waiting_for("memory (9000 MB)", lock):
+                with doing("running the reference's trials"):
+                    inside.set()
+                    leave.wait(10)
+
+    worker = threading.Thread(target=judgement)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not in_flight() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        [flight] = in_flight()
+        assert (flight.judgement, flight.now, flight.waiting) == ("level1/4_Matrix_vector", "waiting for memory (9000 MB)", True)
+        assert describe([flight]).startswith("1 in flight, 1 waiting: level1/4_Matrix_vector ")
+        lock.release()
+        assert inside.wait(5)
+        [flight] = in_flight()
+        assert (flight.now, flight.waiting) == ("running the reference's trials", False)
+        assert flight.judgement_s >= flight.now_s
+    finally:
+        leave.set()
+        worker.join(10)
+    assert in_flight() == []
+    assert describe([]) == "no judgement in flight"
+
+
+def test_a_judgement_waiting_for_the_device_says_so_in_the_pools_activity(verifier_cache):
+    """The heartbeat's view of a real judgement: held back by a timing on its device (the test holds it), the
+    judgement's thread reads "waiting for the device" under its problem's name, in the pool's activity line and
+    in the stage's heartbeat log line; released, it passes, and nothing is left in flight."""
+    import logging
+
+    from verifier.activity import in_flight
+    from verifier.judge import Devices
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.spare_sandboxes=0", "verifier.workers=1"]).verifier
+    devices = Devices([0], exclusive_timing=True)
+    verdicts, beats = [], []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: beats.append(record.getMessage())  # (Prefect's logging setup drops caplog's)
+    logger = logging.getLogger("kerneldojo")
+    logger.addHandler(handler)
+    level, logger.level = logger.level, logging.INFO
+    try:
+        _wait_for_the_device_under_a_heartbeat(cfg, verifier_cache, devices, verdicts)
+    finally:
+        logger.removeHandler(handler)
+        logger.level = level
+    assert [v.category for v in verdicts] == [V.passed], [v.detail for v in verdicts]
+    beats = [b for b in beats if b.startswith("verify test: 0 of 1 done in ")]
+    assert beats and "waiting for the device" in beats[0], beats
+    assert in_flight() == []
+
+
+def _wait_for_the_device_under_a_heartbeat(cfg, verifier_cache, devices, verdicts) -> None:
+    import threading
+
+    from tasks.common import heartbeat
+    from verifier.activity import in_flight
+
+    with LocalVerifierPool(cfg, verifier_cache) as pool:
+        with devices.timing(0), heartbeat(pool, "verify test", 1, every_s=0.2):
+            worker = threading.Thread(target=lambda: verdicts.append(
+                pool.judge.verify(problem(), candidate("correct"), devices)))
+            worker.start()
+            deadline = time.monotonic() + 30
+            while not any(f.waiting for f in in_flight()) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            [flight] = in_flight()
+            assert flight.judgement.startswith("sigmoid_scale (") and flight.now.startswith("waiting for the device")
+            line = pool.activity()
+            assert "1 in flight, 1 waiting: sigmoid_scale" in line and "sandbox memory promised" in line, line
+            time.sleep(0.5)  # the heartbeat speaks at least once meanwhile
+        worker.join(120)

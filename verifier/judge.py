@@ -33,6 +33,7 @@ import torch
 
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, VerdictCategory
+from verifier.activity import doing, waiting_for
 from verifier.device_lock import MachineDeviceLock, cuda_device_key, machine_lock
 from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, LocalRunner, compiler_errors
 from verifier.legality import check_build_request, check_source, forbidden_ops
@@ -97,12 +98,13 @@ class _SharedExclusive:
 
     @contextmanager
     def shared(self) -> Iterator[None]:
-        with self._cond:
+        with doing("waiting for the device (a timing holds it or waits for it)"), self._cond:
             self._cond.wait_for(lambda: not self._exclusive and not self._waiting)
             self._shared += 1
         try:
             if self._machine is not None:
-                self._machine.shared_acquire()  # waits while another process times on the device
+                with doing("waiting for the device (another process times on it)"):
+                    self._machine.shared_acquire()
             try:
                 yield
             finally:
@@ -116,13 +118,14 @@ class _SharedExclusive:
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        with self._cond:
+        with doing("waiting for the device alone (the trials in flight on it to end)"), self._cond:
             self._waiting += 1
             self._cond.wait_for(lambda: not self._exclusive and self._shared == 0)
             self._waiting -= 1
             self._exclusive = True
         try:
-            with self._machine.exclusive() if self._machine is not None else nullcontext():
+            with waiting_for("the device alone (another process's trials on it to end)",
+                             self._machine.exclusive() if self._machine is not None else nullcontext()):
                 yield
         finally:
             with self._cond:
@@ -435,7 +438,8 @@ class Judge:
     def check_reference(self, problem: Problem, device_index: int = 0) -> None:
         """Run the problem's reference (raises ReferenceError if it cannot run here); its trials are then kept
         like a verdict's, within verifier.kept_problems and kept_gb, for the verdicts that follow."""
-        self._starved_retried(lambda: self.reference(problem, device_index), problem)
+        with doing(f"{problem.name or problem.id} (its reference's check)"):
+            self._starved_retried(lambda: self.reference(problem, device_index), problem)
 
     def judgement_memory_mb(self, problem: Problem) -> int | None:
         """The share of sandbox memory a judgement of `problem` takes (verifier.memory_admission: reference): from
@@ -460,7 +464,10 @@ class Judge:
         alone = False
         while True:
             try:
-                with self.sandboxes.reserve(alone=alone, memory_mb=share) as reservation, self._keeping(problem.id):
+                wanted = "all of it, alone" if alone else f"{share or self.config.memory_limit_mb} MB"
+                with doing(f"waiting for memory ({wanted})"):
+                    reservation = self.sandboxes.reserve(alone=alone, memory_mb=share)
+                with reservation, self._keeping(problem.id):
                     result = judge()
                     return result, reservation.accompanied
             except SandboxOverEstimate:  # the estimate was too small for this candidate: its whole limit now
@@ -485,7 +492,9 @@ class Judge:
         not keep made once more and compared, its baselines timed — any of them failing, the reference is broken
         (ReferenceError, raised). Then the candidate is judged again, alone: the reference failing again beside it
         is the candidate's doing, a runtime error of its own."""
-        with self.sandboxes.reserve(alone=True), self._keeping(problem.id):
+        with doing("waiting for memory (all of it, alone)"):
+            reservation = self.sandboxes.reserve(alone=True)
+        with reservation, self._keeping(problem.id), doing("judged again alone: the reference failed beside it"):
             with devices.trials(device_index):  # the device's, as any reference's trials (_dynamic)
                 fresh = self._run_reference(problem, device_index)  # not kept: candidates' stays as it is
                 try:
@@ -557,7 +566,7 @@ class Judge:
         judge_cpu = time.thread_time()
         outcome = self._static(candidate.source) if static_rules else None
         if outcome is None:
-            with cpu_accounting(phases.add_cpu):
+            with cpu_accounting(phases.add_cpu), doing(f"{problem.name or problem.id} ({candidate.id})"):
                 try:
                     outcome, accompanied = self._starved_retried(
                         lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem)
@@ -613,9 +622,9 @@ class Judge:
     # -- the reference: run once per problem and device, in its own sandbox ------------------
     def reference(self, problem: Problem, device_index: int = 0) -> _Reference:
         key = (problem.id, device_index)
-        with self._once(("reference", *key)):
+        with waiting_for("this problem's reference (another judgement runs it)", self._once(("reference", *key))):
             if key not in self._references:
-                with _reference_replies(problem):
+                with _reference_replies(problem), doing("running the reference's trials"):
                     self._references[key] = self._run_reference(problem, device_index)
                 with self._lock:
                     self._ran.add(problem.id)
@@ -800,9 +809,9 @@ class Judge:
         take it); with `devices`, its timed calls take the device alone (the caller must not hold it). The
         eager baseline also fixes the number of timed calls and the outputs the judge checks."""
         key = (problem.id, device_index, compiled)
-        with self._once(("baseline", *key)):
+        with waiting_for("this problem's baseline (another judgement times it)", self._once(("baseline", *key))):
             if key not in self._baselines and not compiled:
-                with _reference_replies(problem):
+                with _reference_replies(problem), doing("timing the reference (eager)"):
                     self._baselines[key] = self._time_reference(problem, device_index, None, devices)
             elif key not in self._baselines:
                 eager = self.baseline(problem, device_index, devices=devices)
@@ -810,7 +819,7 @@ class Judge:
                 # reference process that exited 255 without a report, a first copy that failed)
                 for attempt in range(COMPILED_BASELINE_ATTEMPTS):
                     try:
-                        with _reference_replies(problem):
+                        with _reference_replies(problem), doing("compiling and timing the reference (torch.compile)"):
                             self._baselines[key] = self._time_reference(problem, device_index, eager, devices)
                         break
                     except ReferenceError as exc:
@@ -1058,12 +1067,13 @@ class Judge:
 
     def _drive(self, box: Sandbox, problem: Problem, source: str, reference: _Reference, devices: Devices,
                device_index: int, phases: _Phases, loading: _Loading) -> _Outcome:
-        outcome = self._load(box, source, device_index, loading)
+        with doing("building and loading the candidate"):
+            outcome = self._load(box, source, device_index, loading)
         phases.mark("build")
         if isinstance(outcome, _Outcome):
             return outcome
         compile_seconds = outcome
-        with devices.trials(device_index):
+        with devices.trials(device_index), doing("the candidate's trials"):
             limit = self._trial_limit(reference.seconds, reference.forward_seconds)
             outcome = self._trials(box, reference, compile_seconds, limit)
         phases.mark("trials")
@@ -1083,7 +1093,7 @@ class Judge:
         if too_slow is not None:
             return too_slow
         warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[-1]))
-        with self._timed_alone(devices, device_index, box):
+        with self._timed_alone(devices, device_index, box), doing("timing the candidate"):
             phases.mark("wait_for_device")
             outcome = self._time_candidate(box, reference, eager, compiled, warm_metas, device_index,
                                            compile_seconds)

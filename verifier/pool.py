@@ -21,6 +21,7 @@ import torch
 
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, content_hash
+from verifier.activity import describe, in_flight
 from verifier.judge import Devices, Judge
 from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
@@ -212,6 +213,11 @@ class VerifierPool(ABC):
                 on_verdict(verdict)
             yield verdict
 
+    def activity(self) -> str:
+        """One line for a stage's heartbeat while it waits on verdicts: what the judgements in flight do or wait
+        for, and, where the pool knows, the sandbox memory promised and the sandboxes a timing has stopped."""
+        return "judged elsewhere (no view of the judgements in flight)"
+
     def check_references(self, problems: Iterable[Problem],
                          on_checked: Callable[[str], None] | None = None) -> dict[str, str]:
         """Problem id -> why its reference cannot run here (it fails to load, a trial raises, its outputs are
@@ -307,6 +313,14 @@ class LocalVerifierPool(VerifierPool):
 
     def reference_cost(self) -> dict[str, float]:
         return self.judge.reference_cost()
+
+    def activity(self) -> str:
+        budget = self.judge.sandboxes.memory_budget
+        line = describe(in_flight())
+        line += f"; sandbox memory promised {budget.used_mb / 1024:.1f} of {budget.capacity_mb / 1024:.1f} GB"
+        if stopped := self.judge.sandboxes.stopped():
+            line += f"; {stopped} sandboxes stopped while a timing holds their device"
+        return line
 
     def _ran_here(self, problem_id: str) -> bool:
         return self.judge.reference_ran(problem_id)

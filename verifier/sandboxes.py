@@ -225,6 +225,11 @@ class Sandbox:
             except (ProcessLookupError, PermissionError):
                 pass
 
+    @property
+    def stopped(self) -> bool:
+        """Whether it is stopped now (pause() without resume())."""
+        return self._paused_since is not None
+
     def paused_seconds(self) -> float:
         """How long it has been stopped in all (now included, while it is)."""
         with self._pause_lock:
@@ -475,6 +480,12 @@ class SandboxFactory:
         if device_index not in self._gpu:
             self._gpu[device_index] = (gpu_device_nodes(device_index), _visible_gpu(device_index))
         return self._gpu[device_index]
+
+    def stopped(self) -> int:
+        """How many of its sandboxes are stopped now while a timing holds their device (others_paused)."""
+        with self._lock:
+            live = list(self._live)
+        return sum(box.stopped for box in live)
 
     def reserve(self, alone: bool = False, memory_mb: int | None = None) -> MemoryReservation:
         """This thread's share of the memory budget for its judgement (waits for its turn; see MemoryBudget):
