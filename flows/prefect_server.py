@@ -33,6 +33,11 @@ STOP_GRACE_S = 5.0
 # The switches Prefect sets for its own temporary server: no UI, only the services an ephemeral server needs
 EPHEMERAL_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
 
+# A machine's first server makes its database and reads Prefect's modules cold: over Prefect's default 20 s on a
+# fresh GPU box (2026-12-04). Unless the start-up timeout is set, the CLI waits this long rather than fail the run.
+COLD_START_TIMEOUT_S = 120.0
+STARTUP_TIMEOUT_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+
 _server: "OwnedServer | None" = None
 
 
@@ -66,12 +71,21 @@ def serve_prefect() -> str | None:
         if settings.api.url or not settings.server.ephemeral.enabled:
             return None
         env = {**os.environ, **settings.to_environment_variables(exclude_unset=True), **EPHEMERAL_ENV}
-        _server = _start(env, timeout_s=settings.server.ephemeral.startup_timeout_seconds)
+        _server = _start(env, timeout_s=startup_timeout_s(settings))
         atexit.register(_server.stop)
     # (again when the server was already ours: whatever pointed Prefect elsewhere since, it points at it now)
     os.environ["PREFECT_API_URL"] = _server.api_url
     prefect.context.refresh_global_settings_context()  # Prefect read the environment at import
     return _server.api_url
+
+
+def startup_timeout_s(settings) -> float:
+    """How long to wait for the server to answer: the setting where it is set (environment or profile), else
+    Prefect's default raised to COLD_START_TIMEOUT_S."""
+    timeout = float(settings.server.ephemeral.startup_timeout_seconds)
+    if STARTUP_TIMEOUT_SETTING in settings.to_environment_variables(exclude_unset=True):
+        return timeout
+    return max(timeout, COLD_START_TIMEOUT_S)
 
 
 def _start(env: dict[str, str], timeout_s: float, attempts: int = 3) -> OwnedServer:
@@ -91,8 +105,8 @@ def _start(env: dict[str, str], timeout_s: float, attempts: int = 3) -> OwnedSer
                 time.sleep(0.1)
         if process.poll() is None:
             server.stop()
-            raise RuntimeError(f"the Prefect server did not answer within {timeout_s:.0f} s "
-                               "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)")
+            raise RuntimeError(f"the Prefect server did not answer within {timeout_s:.0f} s (give it longer with "
+                               f"{STARTUP_TIMEOUT_SETTING})")
     raise RuntimeError(f"the Prefect server exited at start {attempts} times (last exit code {process.returncode})")
 
 

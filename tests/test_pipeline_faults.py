@@ -262,3 +262,18 @@ def test_a_failing_stage_is_one_line_and_a_failed_row(tmp_path, overrides, expec
     assert run.status == StageStatus.failed
     assert line.startswith(f"error: synthesize {run.id} failed: ") and line.endswith("; see --debug")
     assert re.search(expected, line)
+
+
+def test_the_cli_waits_for_a_cold_prefect_server_unless_told_how_long(monkeypatch):
+    """A fresh machine's first Prefect server took over Prefect's default 20 s to answer (its database made, its
+    modules read cold) and the evaluation failed at once: unset, the CLI waits COLD_START_TIMEOUT_S; set, as
+    long as it is told, however short."""
+    from prefect.settings import Settings
+
+    from flows.prefect_server import COLD_START_TIMEOUT_S, STARTUP_TIMEOUT_SETTING, startup_timeout_s
+
+    monkeypatch.delenv(STARTUP_TIMEOUT_SETTING, raising=False)
+    assert Settings().server.ephemeral.startup_timeout_seconds < COLD_START_TIMEOUT_S  # Prefect's own default
+    assert startup_timeout_s(Settings()) == COLD_START_TIMEOUT_S
+    monkeypatch.setenv(STARTUP_TIMEOUT_SETTING, "7")
+    assert startup_timeout_s(Settings()) == 7

@@ -5,8 +5,6 @@
 # its home; every script ends by packing the home's records into $OUT/home.tar.xz (unpack it over .kerneldojo/).
 set -euo pipefail
 export PYTHONPATH=$PWD:/root/site PYTHONUNBUFFERED=1
-# a fresh box's first Prefect server (its database made, the site's modules read cold) can take over Prefect's 20 s
-export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=${PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS:-120}
 HOME_NAME=${KD_HOME_NAME:-mini}
 KD_HOME=.kerneldojo/$HOME_NAME
 CONFIG=${KD_CONFIG:-configs/$HOME_NAME.yaml}
