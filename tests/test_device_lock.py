@@ -3,6 +3,7 @@ wait for it, and it waits for them — the judges are real processes sharing rea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -60,6 +61,18 @@ OTHER = textwrap.dedent("""
         from verifier.device_lock import policy_on_device
         with policy_on_device("cuda:0"):
             held()
+    elif mode == "forks-holding":  # a fork during a shared hold (a DataLoader's worker), alive after the release
+        import os
+        lock = machine_lock("gpu-test", locks)
+        lock.shared_acquire()
+        child = os.fork()
+        if child == 0:
+            time.sleep(hold)
+            os._exit(0)
+        note("child", child, 0)
+        lock.shared_release()
+        note("end", 0, time.monotonic())
+        os.waitpid(child, 0)
     elif mode == "policy":
         lock = machine_lock("gpu-test", locks)
         lock.shared_acquire()
@@ -252,3 +265,44 @@ def test_cuda_a_policys_generation_in_another_process_waits_for_a_pools_timing(t
         assert other.wait(60) == 0
     finally:
         other.kill()
+
+
+def test_a_child_forked_during_a_shared_hold_does_not_keep_the_gpu_held(tmp_path):
+    """flock belongs to the open file, and a fork copies the process's open files (O_CLOEXEC acts at exec only):
+    a child forked while its parent held the device shared kept the lock after the parent let go, and every
+    timing on the machine waited for the child to exit. A forked child closes its copies at once."""
+    log = tmp_path / "other.log"
+    other = _other("forks-holding", tmp_path / "locks", log, hold=30.0)
+    timed = threading.Event()
+    try:
+        deadline = time.monotonic() + 60
+        while not any(kind == "end" for kind, _, _ in _events(log)) and time.monotonic() < deadline:
+            assert other.poll() is None, "the other process ended early"
+            time.sleep(0.05)
+        worker = threading.Thread(target=lambda: (_devices(tmp_path / "locks").timing(0).__enter__(), timed.set()),
+                                  daemon=True)
+        worker.start()
+        assert timed.wait(10), "a timing waited for the forked child of a process that had released the device"
+    finally:
+        for kind, pid, _ in _events(log):
+            if kind == "child":
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, 9)
+        other.kill()
+        other.wait(10)
+
+
+def test_the_lock_says_which_process_holds_it(tmp_path):
+    """A judgement waiting on another process's hold (the heartbeat's line) names it: its pid, its command, how
+    it holds the device."""
+    log = tmp_path / "other.log"
+    other = _other("trials", tmp_path / "locks", log, hold=20.0)
+    try:
+        _wait_for_start(log, other)
+        holders = _devices(tmp_path / "locks").lock_holders()
+        assert any(h.startswith(f"device 0: pid {other.pid} (") and h.endswith(" shared lock") for h in holders), \
+            holders
+    finally:
+        other.kill()
+        other.wait(10)
+    assert _devices(tmp_path / "locks").lock_holders() == []

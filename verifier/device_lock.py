@@ -25,6 +25,7 @@ import os
 import re
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,17 +67,32 @@ class MachineDeviceLock:
         try:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             for path in (self.path, self.turn_path):
-                os.close(self._open(path))
+                self._close(self._open(path))
         except OSError as exc:
             raise RuntimeError(f"the GPU's lock files cannot be made in {directory} ({exc.strerror}): every judge "
                                f"and policy on the machine meets there; set ${LOCKS_ENV} to a folder this user "
                                "can write (the same for all of the machine's runs)") from exc
+        _instances.add(self)
         self._holders = 0  # this process's threads that hold the device shared
         self._fd: int | None = None  # the open file whose shared flock they hold
         self._transition = threading.Lock()  # one thread at a time takes or drops the process's shared flock
 
     def _open(self, path: Path) -> int:
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with _open_fds_guard:
+            _open_fds.add(fd)
+        return fd
+
+    def _close(self, fd: int) -> None:
+        with _open_fds_guard:
+            if fd not in _open_fds:  # closed already by _after_fork (its number may be another file's now)
+                return
+            _open_fds.discard(fd)
+        os.close(fd)
+
+    def _forgotten_in_a_fork(self) -> None:
+        """In a forked child: it holds nothing (its copies of the holds' files are closed, _after_fork)."""
+        self._fd, self._holders, self._transition = None, 0, threading.Lock()
 
     def _pass_turn(self) -> None:
         """Wait while another process's timing waits for or holds the device (it holds the turn exclusively)."""
@@ -84,7 +100,7 @@ class MachineDeviceLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
         finally:
-            os.close(fd)  # releases it
+            self._close(fd)  # releases it
 
     def shared_acquire(self) -> None:
         self._pass_turn()
@@ -94,17 +110,46 @@ class MachineDeviceLock:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_SH)
                 except BaseException:
-                    os.close(fd)
+                    self._close(fd)
                     raise
                 self._fd = fd
             self._holders += 1
 
     def shared_release(self) -> None:
         with self._transition:
+            if self._holders == 0:  # a forked child leaving a hold its parent took (_forgotten_in_a_fork)
+                return
             self._holders -= 1
             if self._holders == 0 and self._fd is not None:
-                os.close(self._fd)  # drops the flock
+                self._close(self._fd)  # drops the flock
                 self._fd = None
+
+    def holders(self) -> list[str]:
+        """Who holds this device's lock files now, from /proc/locks: "pid N (its command) shared|alone lock|turn"
+        for each flock on them (a process gone while a fork of it keeps the open file reads "gone"). What a
+        judgement waiting on another process has to say: which process, and whether it still lives."""
+        try:
+            inodes = {os.stat(self.path).st_ino: "lock", os.stat(self.turn_path).st_ino: "turn"}
+            with open("/proc/locks") as table:
+                rows = table.read().splitlines()
+        except OSError:
+            return []
+        held = []
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 6 or fields[1] != "FLOCK" or fields[3] not in ("READ", "WRITE"):
+                continue
+            pid, inode = fields[4], fields[5].rsplit(":", 1)[-1]
+            if not (inode.isdigit() and int(inode) in inodes):
+                continue
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                command = command.strip()[:80] or "?"
+            except OSError:
+                command = "gone"
+            kind = "shared" if fields[3] == "READ" else "alone"
+            held.append(f"pid {pid} ({command}) {kind} {inodes[int(inode)]}")
+        return held
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -118,13 +163,36 @@ class MachineDeviceLock:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 yield
             finally:
-                os.close(fd)
+                self._close(fd)
         finally:
-            os.close(turn)
+            self._close(turn)
 
 
 _machine_locks: dict[tuple[str, Path], MachineDeviceLock] = {}
 _machine_locks_guard = threading.Lock()
+# Every open file of a hold, in this process. A fork copies them (O_CLOEXEC acts at exec only), and a flock lives
+# while any copy of its open file does: a child forked during a shared hold — a DataLoader's worker, a
+# multiprocessing fork — kept the GPU "held" after its parent let go, and every timing on the machine waited for
+# that child to exit. So a forked child closes its copies at once.
+_open_fds: set[int] = set()
+_open_fds_guard = threading.Lock()
+_instances: "weakref.WeakSet[MachineDeviceLock]" = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    global _open_fds_guard, _machine_locks_guard
+    _open_fds_guard, _machine_locks_guard = threading.Lock(), threading.Lock()  # held at the fork by a dead thread
+    for fd in list(_open_fds):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _open_fds.clear()
+    for lock in list(_instances):
+        lock._forgotten_in_a_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def machine_lock(key: str, directory: Path | None = None) -> MachineDeviceLock:

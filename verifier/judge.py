@@ -96,6 +96,10 @@ class _SharedExclusive:
         self._waiting = 0
         self._machine = machine
 
+    @property
+    def machine(self) -> MachineDeviceLock | None:
+        return self._machine
+
     @contextmanager
     def shared(self) -> Iterator[None]:
         with doing("waiting for the device (a timing holds it or waits for it)"), self._cond:
@@ -167,6 +171,11 @@ class Devices:
     def exclusive(self, index: int) -> bool:
         """Whether timing takes this device alone (a GPU pool); a CPU pool times beside its trials."""
         return index in self._locks
+
+    def lock_holders(self) -> list[str]:
+        """Who holds each device's machine-wide lock now (MachineDeviceLock.holders), for a heartbeat line."""
+        return [f"device {i}: {who}" for i, lock in sorted(self._locks.items()) if lock.machine is not None
+                for who in lock.machine.holders()]
 
 
 ESTIMATE_FACTOR = 2  # a candidate's sandbox may take this many times what its problem's reference's took ...

@@ -320,6 +320,8 @@ class LocalVerifierPool(VerifierPool):
         line += f"; sandbox memory promised {budget.used_mb / 1024:.1f} of {budget.capacity_mb / 1024:.1f} GB"
         if stopped := self.judge.sandboxes.stopped():
             line += f"; {stopped} sandboxes stopped while a timing holds their device"
+        if holders := self.devices.lock_holders():  # another process's hold keeps a timing here waiting
+            line += "; device locks held by " + ", ".join(holders)
         return line
 
     def _ran_here(self, problem_id: str) -> bool:
