@@ -14,6 +14,11 @@ mkdir -p "$OUT"
 
 elapsed() { echo $(( $(date +%s) - BOX_START )); }
 
+# processes an earlier call left on a warm box (a judge, a sandbox, a Prefect server, a build): they can hold the
+# GPU, its memory or its lock, and the judge's heartbeat names a lock's holder by pid — so say which were there
+leftover=$(ps -eo pid=,etimes=,args= | awk '$2 > 30 && /python|uvicorn|nvcc|kd-/ && !/awk/' | cut -c1-160 | head -20 || true)
+if [ -n "$leftover" ]; then echo "processes left by earlier calls:"; echo "$leftover"; fi
+
 if [ ! -e /root/site/.unpacked ]; then
   mkdir -p /root/site
   xz -T0 -dc .kerneldojo/gpu/site.tar.xz | tar -C /root/site -xf -
