@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from schemas.config import POLICY_STAGES, load_config
-from warehouse.reports import (evaluation_rows, failure_mix_table, held_out_table, problem_outcomes,
+from warehouse.reports import (evaluation_rows, failure_mix_table, headroom_table, held_out_table, problem_outcomes,
                                stage_change_table)
 
 EVALUATED_AFTER = [s for s in POLICY_STAGES if s != "leap_rl"]  # leap_rl: the pipeline's own last evaluate
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     turn = min(3, config.evaluate.max_turns)
     outcomes = [{r["stage"]: problem_outcomes(warehouse, r["evaluation"], turn) for r in rows} for rows in per_seed]
     text = "\n\n".join([held_out_table(per_seed, config.evaluate.max_turns), stage_change_table(outcomes, turn),
-                         failure_mix_table(per_seed)])
+                         headroom_table(outcomes), failure_mix_table(per_seed)])
     print(text)
     if args.markdown:
         command = "python -m benchmarks.learning_curve " + " ".join(argv if argv is not None else sys.argv[1:])

@@ -84,7 +84,7 @@ def stages_done(warehouse: Warehouse, from_run: str) -> dict[str, str]:
 def held_out_report(warehouse: Warehouse, runs: dict[str, str], max_turns: int) -> str:
     """Markdown for the parent run (what `kerneldojo run` prints): held-out numbers by the stage evaluated, then
     what each stage changed, paired problem by problem. Empty without evaluations."""
-    from warehouse.reports import evaluation_rows, held_out_table, problem_outcomes, stage_change_table
+    from warehouse.reports import evaluation_rows, headroom_table, held_out_table, problem_outcomes, stage_change_table
 
     rows = evaluation_rows(warehouse, runs)
     if not rows:
@@ -92,6 +92,8 @@ def held_out_report(warehouse: Warehouse, runs: dict[str, str], max_turns: int) 
     turn = min(3, max_turns)
     outcomes = {r["stage"]: problem_outcomes(warehouse, r["evaluation"], turn) for r in rows}
     tables = [held_out_table([rows], max_turns)] + ([stage_change_table([outcomes], turn)] if len(rows) > 1 else [])
+    if any(o.samples > 1 for stage in outcomes.values() for o in stage.values()):  # what RL could sharpen
+        tables.append(headroom_table([outcomes]))
     return "\n\n".join(tables) + "\n"
 
 

@@ -52,6 +52,20 @@ def test_stage_changes_are_paired_by_seed_and_problem_with_their_standard_error(
     assert lines[3] == "| warmup_rl vs rft | -100.0 ± nan | 0 / 1 | -100.0 ± nan | 0 / 1 | 1 |"
 
 
+def test_the_headroom_table_splits_problems_by_how_often_they_pass():
+    """Hand-computed: one seed, four problems of 4 samples at turn 1 passing 0, 1/4, 3/4 and 4/4 of them: never
+    0.25, sometimes 0.5, always 0.25; pass@1 = (0 + .25 + .75 + 1) / 4 = 0.5; pass@4 = 0.75; headroom 25 points.
+    A stage evaluated with one sample a problem cannot tell, and says so."""
+    from warehouse.reports import Outcome, headroom_table
+
+    rft = {p: Outcome(first, first, 4) for p, first in zip("abcd", (0.0, 0.25, 0.75, 1.0))}
+    sft = {p: Outcome(first, first, 1) for p, first in zip("ab", (0.0, 1.0))}
+    lines = headroom_table([{"sft": sft, "rft": rft}]).splitlines()
+    assert lines[2] == "| sft | 0.500 | - | - | 0.500 | - | - (one sample a problem) |"
+    assert lines[3] == "| rft | 0.250 | 0.500 | 0.250 | 0.500 | 0.750 | 25.0 |"
+    assert len(lines) == 4  # stages never evaluated have no row
+
+
 def _verdict(category="pass", eager=None, compile_=None):
     from schemas.records import Verdict, VerdictCategory
 

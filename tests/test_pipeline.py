@@ -190,8 +190,9 @@ def test_the_held_out_report_reads_every_evaluation_of_the_pipeline(demo, capsys
     assert table.count("\n") == 3
     # per problem, for the paired stage-change table: the share of samples passing at turn 1 and by the last turn
     outcomes = problem_outcomes(wh, rows[0]["evaluation"], config.evaluate.max_turns)
-    assert len(outcomes) == 2 and all(0 <= first <= later <= 1 for first, later in outcomes.values())
-    assert sum(first for first, _ in outcomes.values()) / 2 == pytest.approx(rows[0]["accuracy/turn_1"])
+    assert len(outcomes) == 2 and all(0 <= o.first <= o.by_turn <= 1 for o in outcomes.values())
+    assert all(o.samples == config.evaluate.samples_per_problem for o in outcomes.values())
+    assert sum(o.first for o in outcomes.values()) / 2 == pytest.approx(rows[0]["accuracy/turn_1"])
     _print_held_out(config, runs)  # what `kerneldojo run` ends with: the table, then LEAP's change against SFT
     printed = capsys.readouterr().out
     assert "| sft |" in printed and "| leap_rl vs sft |" in printed and printed.rstrip().endswith(" 2 |")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from typing import NamedTuple
 
 from schemas.config import POLICY_STAGES
 
@@ -56,8 +57,17 @@ def _harnesses(rows: list[dict]) -> str:
     return "/".join(known)
 
 
-def problem_outcomes(warehouse, evaluation: str, turn: int) -> dict[str, tuple[float, float]]:
-    """Problem id -> (share of its samples that passed at turn 1, share that passed by `turn`) in one evaluation."""
+class Outcome(NamedTuple):
+    """One problem in one evaluation: the share of its samples that passed at turn 1, the share that passed by
+    the report's turn, and how many samples it had."""
+
+    first: float
+    by_turn: float
+    samples: int = 1
+
+
+def problem_outcomes(warehouse, evaluation: str, turn: int) -> dict[str, Outcome]:
+    """Problem id -> its Outcome (share passed at turn 1, share passed by `turn`, samples) in one evaluation."""
     first, by_turn = defaultdict(dict), defaultdict(dict)
     for row in warehouse.eval_rows(evaluation):
         problem, sample, passed = row["problem_id"], row["sample"], bool(row["passed"])
@@ -65,11 +75,11 @@ def problem_outcomes(warehouse, evaluation: str, turn: int) -> dict[str, tuple[f
             first[problem][sample] = passed
         if row["turn"] <= turn:
             by_turn[problem][sample] = by_turn[problem].get(sample, False) or passed
-    return {p: (statistics.mean(first[p].values()) if first[p] else 0.0, statistics.mean(by_turn[p].values()))
-            for p in by_turn}
+    return {p: Outcome(statistics.mean(first[p].values()) if first[p] else 0.0, statistics.mean(by_turn[p].values()),
+                       len(by_turn[p])) for p in by_turn}
 
 
-def stage_change_table(per_seed: list[dict[str, dict[str, tuple[float, float]]]], turn: int) -> str:
+def stage_change_table(per_seed: list[dict[str, dict[str, Outcome]]], turn: int) -> str:
     """Markdown: what each stage changed against the one before it (and the last against the first), paired by
     seed and problem. `per_seed`: per seed, {stage: problem_outcomes}."""
     stages = [s for s in POLICY_STAGES if any(s in seed for seed in per_seed)]
@@ -79,7 +89,7 @@ def stage_change_table(per_seed: list[dict[str, dict[str, tuple[float, float]]]]
     return paired_change_table(per_seed, pairs, turn)
 
 
-def paired_change_table(per_seed: list[dict[str, dict[str, tuple[float, float]]]], pairs: list[tuple[str, str]],
+def paired_change_table(per_seed: list[dict[str, dict[str, Outcome]]], pairs: list[tuple[str, str]],
                         turn: int) -> str:
     """Markdown: a row per (before, after) pair of evaluated policies — the change in the share of problems passed
     at turn 1 and by `turn`, paired by seed and problem: the same problems judged before and after, so a
@@ -99,6 +109,30 @@ def paired_change_table(per_seed: list[dict[str, dict[str, tuple[float, float]]]
             error = 100 * statistics.stdev(column) / math.sqrt(len(column)) if len(column) > 1 else float("nan")
             cells += [f"{mean:+.1f} ± {error:.1f}", f"{sum(d > 0 for d in column)} / {sum(d < 0 for d in column)}"]
         lines.append(f"| {after} vs {before} | " + " | ".join(cells) + f" | {len(deltas)} |")
+    return "\n".join(lines)
+
+
+def headroom_table(per_seed: list[dict[str, dict[str, Outcome]]]) -> str:
+    """Markdown: a row per stage — its problems by how many of their samples passed at turn 1 (none, some, all),
+    pass@1, and the share with any pass (pass@n, n = samples a problem). RL on a policy's own samples sharpens:
+    it can raise pass@1 towards pass@n on the problems it sometimes solves; a problem it never solves gives its
+    groups one reward and no gradient. So pass@n − pass@1 is about what RL can show, and a policy whose problems
+    are all-or-nothing leaves it nothing. Shares of problems, mean over seeds. `per_seed`: as stage_change_table's."""
+    lines = ["| stage (turn 1) | problems never passed | sometimes | always | pass@1 | pass@n | headroom, points |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for stage in POLICY_STAGES:
+        seeds = [seed[stage] for seed in per_seed if seed.get(stage)]
+        if not seeds:
+            continue
+        share = lambda test: statistics.mean(sum(test(o[0]) for o in s.values()) / len(s) for s in seeds)
+        never, always = share(lambda f: f == 0.0), share(lambda f: f == 1.0)
+        pass_1 = statistics.mean(statistics.mean(o[0] for o in s.values()) for s in seeds)
+        if all(getattr(o, "samples", 1) == 1 for s in seeds for o in s.values()):  # one sample: all or nothing
+            lines.append(f"| {stage} | {never:.3f} | - | - | {pass_1:.3f} | - | - (one sample a problem) |")
+            continue
+        some = max(0.0, 1 - never - always)  # (not -0.000)
+        lines.append(f"| {stage} | {never:.3f} | {some:.3f} | {always:.3f} | {pass_1:.3f} "
+                     f"| {1 - never:.3f} | {100 * max(0.0, 1 - never - pass_1):.1f} |")
     return "\n".join(lines)
 
 
