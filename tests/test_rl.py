@@ -162,6 +162,21 @@ def test_a_group_whose_reference_broke_while_judged_leaves_the_step_whole():
     assert [tr.problem_id for tr in result.trajectories] == ["p0", "p0", "p2", "p2"]
     assert len({tr.group_id for tr in result.trajectories}) == 2
     assert result.metrics["dcp/activated_groups_pct"] == 0.0 and result.metrics["pass_rate/turn_1"] == 0.75
+    # p0's group is split (one passes), p2's passed whole: one reward, no gradient from it
+    assert (result.metrics["groups/all_passed"], result.metrics["groups/all_failed"],
+            result.metrics["groups/one_reward"]) == (0.5, 0.0, 0.5)
+
+
+def test_group_signal_metrics_count_groups_that_cannot_teach():
+    """Three groups of two: split (1 of 2 passes), all failed, all passed but with different speed rewards —
+    the last teaches (its rewards differ) though every rollout passed."""
+    from training.rl import group_signal_metrics
+
+    rollouts = [_rollout(PROBLEM, g, i, [ok]) for g, oks in enumerate([(True, False), (False, False), (True, True)])
+                for i, ok in enumerate(oks)]
+    rewards = torch.tensor([[1.0, -1.0], [-1.0, -1.0], [1.5, 1.2]])
+    assert group_signal_metrics(rollouts, rewards, 2) == pytest.approx(
+        {"groups/all_passed": 1 / 3, "groups/all_failed": 1 / 3, "groups/one_reward": 1 / 3})
 
 
 def test_repair_buffer_is_a_bounded_fifo_fed_by_all_failed_groups():

@@ -486,6 +486,22 @@ def leap_sample(engine: RolloutEngine, verify: VerifyBatch, tasks: list[Task], c
     return _sampled(rollouts, rewards, advantages, ranks, started, times)
 
 
+def group_signal_metrics(rollouts: list[Rollout], rewards: torch.Tensor, group_size: int) -> dict[str, float]:
+    """How much of a step could teach: the share of its groups whose every rollout passed at turn 1, whose none
+    did, and whose rewards are all one value — a GRPO group of one reward has advantage 0 everywhere and gives no
+    gradient (DAPO's dynamic sampling drops them). A policy whose prompts are all or nothing spends its rollouts
+    there (docs/learning.md: the H200 miniature's headroom)."""
+    groups = [rollouts[i:i + group_size] for i in range(0, len(rollouts), group_size)]
+    if not groups:
+        return {}
+    first_passes = [sum(r.turns[0].verdict.passed for r in g) for g in groups]
+    spread = rewards.view(len(groups), -1)
+    one_reward = (spread.max(dim=1).values - spread.min(dim=1).values).abs() <= 1e-9
+    return {"groups/all_passed": sum(c == len(g) for c, g in zip(first_passes, groups)) / len(groups),
+            "groups/all_failed": sum(c == 0 for c in first_passes) / len(groups),
+            "groups/one_reward": float(one_reward.float().mean())}
+
+
 def step_result(sampled: Sampled, ppo_stats: dict[str, float], train_seconds: float,
                 config: WarmupRLConfig | LeapRLConfig, step: int, run_key: str) -> StepResult:
     """The step's metrics and trajectories, from its (merged) sample and the update's statistics. The sample's
@@ -504,6 +520,7 @@ def step_result(sampled: Sampled, ppo_stats: dict[str, float], train_seconds: fl
                         "recovery/per_rollout": len(recovered) / max(len(first_failed), 1),
                         "recovery/per_group": len({r.group for r in recovered}) / max(len(gated_groups), 1),
                         "turns_per_pass": sum(passes) / len(passes) if passes else 0.0})
+    metrics.update(group_signal_metrics(rollouts, sampled.rewards, config.group_size))
     metrics.update({"reward/mean": float(sampled.rewards.mean()),
                     "advantage/abs_mean": float(sampled.advantages.abs().mean()),
                     "time/verify": sampled.verify_seconds, "time/generate": sampled.generate_seconds,
