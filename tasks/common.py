@@ -53,8 +53,12 @@ def heartbeat(pool: VerifierPool, description: str, total: int, every_s: float |
 
     def beat() -> None:
         while not stop.wait(HEARTBEAT_S if every_s is None else every_s):
+            try:
+                activity = pool.activity()
+            except Exception as exc:  # a report, never a reason for the stage to fail
+                activity = f"what the judgements do is unknown ({type(exc).__name__}: {exc})"
             log.info("%s: %d of %d done in %.0f s; %s", description, done[0], total, time.perf_counter() - started,
-                     pool.activity())
+                     activity)
 
     thread = threading.Thread(target=beat, name="verifier-heartbeat", daemon=True)
     thread.start()
