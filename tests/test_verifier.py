@@ -901,3 +901,33 @@ def _wait_for_the_device_under_a_heartbeat(cfg, verifier_cache, devices, verdict
             assert "1 in flight, 1 waiting: sigmoid_scale" in line and "sandbox memory promised" in line, line
             time.sleep(0.5)  # the heartbeat speaks at least once meanwhile
         worker.join(120)
+
+
+def test_a_judgement_waiting_for_its_memory_share_says_how_much():
+    """The memory budget labels its own wait: a judgement whose share does not fit beside another's reads
+    "waiting for memory (N MB)" until the other releases, then holds its share."""
+    import threading
+
+    from verifier.activity import doing, in_flight
+    from verifier.isolation import MemoryBudget
+
+    budget = MemoryBudget(1000)
+    first = budget.reserve(800)
+    reserved = threading.Event()
+
+    def judgement() -> None:
+        with doing("level2/1_Conv2D"), budget.reserve(400):
+            reserved.set()
+
+    worker = threading.Thread(target=judgement)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not any(f.waiting for f in in_flight()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [(f.judgement, f.now) for f in in_flight()] == [("level2/1_Conv2D", "waiting for memory (400 MB)")]
+        assert not reserved.is_set()
+    finally:
+        first.release()
+        worker.join(10)
+    assert reserved.is_set() and in_flight() == []

@@ -496,7 +496,7 @@ def group_signal_metrics(rollouts: list[Rollout], rewards: torch.Tensor, group_s
         return {}
     first_passes = [sum(r.turns[0].verdict.passed for r in g) for g in groups]
     spread = rewards.view(len(groups), -1)
-    one_reward = (spread.max(dim=1).values - spread.min(dim=1).values).abs() <= 1e-9
+    one_reward = spread.max(dim=1).values - spread.min(dim=1).values <= 1e-9
     return {"groups/all_passed": sum(c == len(g) for c, g in zip(first_passes, groups)) / len(groups),
             "groups/all_failed": sum(c == 0 for c in first_passes) / len(groups),
             "groups/one_reward": float(one_reward.float().mean())}

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from verifier.activity import doing
 from verifier.jail import (BASIC_DEVICES, DATA_PLANE_INODES, NVIDIA_SHARED_DEVICES, SCRATCH_INODES, JailError, JailPlan,
                           file_size_limit, private_tmpfs, python_paths, unmount)
 
@@ -415,12 +416,14 @@ class MemoryBudget:
                 if alone:
                     self._alone_waiting += 1
                     try:
-                        self._changed.wait_for(lambda: self.used_mb == 0)
+                        with doing("waiting for memory (all of it, alone)"):
+                            self._changed.wait_for(lambda: self.used_mb == 0)
                     finally:
                         self._alone_waiting -= 1
                 else:
-                    self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb
-                                           and not self._alone_waiting)
+                    with doing(f"waiting for memory ({memory_mb} MB)"):
+                        self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb
+                                               and not self._alone_waiting)
                 self.used_mb += memory_mb
                 self.peak_mb = max(self.peak_mb, self.used_mb)
                 held = self._held[thread] = _Hold(memory_mb)

@@ -473,10 +473,7 @@ class Judge:
         alone = False
         while True:
             try:
-                wanted = "all of it, alone" if alone else f"{share or self.config.memory_limit_mb} MB"
-                with doing(f"waiting for memory ({wanted})"):
-                    reservation = self.sandboxes.reserve(alone=alone, memory_mb=share)
-                with reservation, self._keeping(problem.id):
+                with self.sandboxes.reserve(alone=alone, memory_mb=share) as reservation, self._keeping(problem.id):
                     result = judge()
                     return result, reservation.accompanied
             except SandboxOverEstimate:  # the estimate was too small for this candidate: its whole limit now
@@ -501,9 +498,8 @@ class Judge:
         not keep made once more and compared, its baselines timed — any of them failing, the reference is broken
         (ReferenceError, raised). Then the candidate is judged again, alone: the reference failing again beside it
         is the candidate's doing, a runtime error of its own."""
-        with doing("waiting for memory (all of it, alone)"):
-            reservation = self.sandboxes.reserve(alone=True)
-        with reservation, self._keeping(problem.id), doing("judged again alone: the reference failed beside it"):
+        with self.sandboxes.reserve(alone=True), self._keeping(problem.id), \
+                doing("judged again alone: the reference failed beside it"):
             with devices.trials(device_index):  # the device's, as any reference's trials (_dynamic)
                 fresh = self._run_reference(problem, device_index)  # not kept: candidates' stays as it is
                 try:

@@ -124,10 +124,10 @@ def headroom_table(per_seed: list[dict[str, dict[str, Outcome]]]) -> str:
         seeds = [seed[stage] for seed in per_seed if seed.get(stage)]
         if not seeds:
             continue
-        share = lambda test: statistics.mean(sum(test(o[0]) for o in s.values()) / len(s) for s in seeds)
+        share = lambda test: statistics.mean(sum(test(o.first) for o in s.values()) / len(s) for s in seeds)
         never, always = share(lambda f: f == 0.0), share(lambda f: f == 1.0)
-        pass_1 = statistics.mean(statistics.mean(o[0] for o in s.values()) for s in seeds)
-        if all(getattr(o, "samples", 1) == 1 for s in seeds for o in s.values()):  # one sample: all or nothing
+        pass_1 = statistics.mean(statistics.mean(o.first for o in s.values()) for s in seeds)
+        if all(o.samples == 1 for s in seeds for o in s.values()):  # one sample: all or nothing
             lines.append(f"| {stage} | {never:.3f} | - | - | {pass_1:.3f} | - | - (one sample a problem) |")
             continue
         some = max(0.0, 1 - never - always)  # (not -0.000)
