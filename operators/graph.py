@@ -179,8 +179,8 @@ def structural_signature(graph: ExportedGraph) -> str:
     values are returned is part of it (an LSTM returning h and one returning c are different problems)."""
     parts = []
     for node in graph.user_inputs:
-        val = node.meta["val"]
-        parts.append(f"in:{list(val.shape)}:{val.dtype}")
+        val = node.meta["val"]  # a scalar input (KernelBench's `A * s`) is a plain number
+        parts.append(f"in:{list(val.shape)}:{val.dtype}" if isinstance(val, torch.Tensor) else f"in:{type(val).__name__}")
     for node in graph.compute:
         val = node.meta.get("val")
         shape = list(val.shape) if isinstance(val, torch.Tensor) else None

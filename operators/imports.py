@@ -12,6 +12,7 @@ torch.export under fake tensors (operators/graph.py).
 from __future__ import annotations
 
 import ast
+import operator
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -96,20 +97,38 @@ def check_kernelbench_format(source: str) -> str | None:
 MIN_SCALED_SIZE = 8  # a size is halved only while it stays at least this (kernel sizes, small channel counts stay)
 
 
+_SIZE_ARITHMETIC = {ast.Mult: operator.mul, ast.Add: operator.add, ast.Sub: operator.sub,
+                    ast.FloorDiv: operator.floordiv, ast.LShift: operator.lshift}
+
+
+def _int_value(node: ast.expr) -> int | None:
+    """The value of an int literal or of arithmetic on int literals (`256 * 8`, `1 << 20`: KernelBench writes
+    its larger sizes so), computed here without running anything; None for anything else."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _SIZE_ARITHMETIC:
+        left, right = _int_value(node.left), _int_value(node.right)
+        if left is None or right is None or (isinstance(node.op, ast.LShift) and not 0 <= right <= 62) \
+                or (isinstance(node.op, ast.FloorDiv) and right == 0):
+            return None
+        return _SIZE_ARITHMETIC[type(node.op)](left, right)
+    return None
+
+
 def _size_assignments(tree: ast.Module) -> list[ast.Assign]:
     return [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
-            and type(n.value.value) is int]
+            and isinstance(n.targets[0], ast.Name) and _int_value(n.value) is not None]
 
 
 def size_constants(source: str) -> dict[str, int]:
-    """A KernelBench problem's sizes: its module-level `name = <int>` assignments (batch_size, dim, in_channels…),
-    read from the source, never by running it."""
-    return {n.targets[0].id: n.value.value for n in _size_assignments(ast.parse(source))}
+    """A KernelBench problem's sizes: its module-level `name = <int>` assignments (batch_size, dim, in_channels…;
+    the int may be written as arithmetic on literals, `M = 256 * 8`), read from the source, never by running it."""
+    return {n.targets[0].id: _int_value(n.value) for n in _size_assignments(ast.parse(source))}
 
 
 def with_size_constants(source: str, values: dict[str, int]) -> str:
-    """`source` with some of its module-level int assignments set to `values`; not a character else changes."""
+    """`source` with some of its module-level int assignments set to `values` (an arithmetic one, `256 * 8`,
+    becomes its new value's literal); not a character else changes."""
     lines = source.splitlines(keepends=True)
     for node in sorted(_size_assignments(ast.parse(source)), key=lambda n: n.lineno, reverse=True):
         name = node.targets[0].id

@@ -231,6 +231,52 @@ def test_kernelbench_sizes_are_read_and_rewritten_from_the_source_alone():
     assert smaller.replace("dim = 3072", "dim = 393216") == SIZED
 
 
+# KernelBench's level-1 matmuls write their sizes as arithmetic, and 5_Matrix_scalar_multiplication takes a number
+SCALAR_TIMES = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, A, s):
+        return A * s
+
+
+M = 16384 * 4
+N = 4096 * 4  # 16384
+shift = 1 << 3
+negative = -1
+fraction = 7 / 2
+
+
+def get_inputs():
+    return [torch.rand(M, N), 3.14]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_sizes_written_as_arithmetic_are_sizes_too():
+    from operators.imports import size_constants, with_size_constants
+
+    assert size_constants(SCALAR_TIMES) == {"M": 65536, "N": 16384, "shift": 8}  # not -1 nor 7 / 2
+    smaller = with_size_constants(SCALAR_TIMES, {"M": 512})
+    assert "\nM = 512\nN = 4096 * 4  # 16384\n" in smaller
+    assert size_constants(smaller) == {"M": 512, "N": 16384, "shift": 8}
+
+
+def test_a_problem_with_arithmetic_sizes_and_a_scalar_input_is_scaled_down(analyser):
+    """Before, `M = 16384 * 4` was no size and a number among the inputs broke the analysis: the problem stayed at
+    full size (8 GB) and its reference was killed on the CPU."""
+    from schemas.records import Problem
+
+    problem = Problem(id=Problem.make_id(SCALAR_TIMES), source="kernelbench", reference=SCALAR_TIMES,
+                      name="level1/5_Matrix_scalar_multiplication")
+    scaled = analyser.scaled_down(problem, 16 << 20)
+    assert set(scaled.measures["scaled_sizes"]) <= {"M", "N"} and scaled.scale >= 8 * 2**30 / (16 << 20)
+    assert analyser.scaled_down(scaled, 16 << 20) is scaled
+
+
 def test_a_kernelbench_problem_is_scaled_down_in_a_sandbox_with_its_factor_recorded(analyser):
     from schemas.records import Problem
 
