@@ -233,7 +233,7 @@ def _dataflow(graph: ExportedGraph) -> tuple[list[str], str]:
 
 def analyse_source(source: str, name: str = "reference") -> dict[str, Any]:
     """What the stages need to know about a reference, from torch.export under fake tensors: its structural
-    signature, shape hints, op families, and the bytes its inputs and outputs take when it really runs.
+    signature, shape hints, op families, and the bytes its inputs, outputs and weights take when it really runs.
     Plain data (it crosses from a sandbox when the reference is untrusted)."""
     from verifier.reference import load_reference_module
 
@@ -243,4 +243,7 @@ def analyse_source(source: str, name: str = "reference") -> dict[str, Any]:
             "hints": [h.model_dump() for h in graph_hints(graph)],
             "families": graph.families(),
             "input_bytes": nbytes(n.meta.get("val") for n in graph.user_inputs),
-            "output_bytes": nbytes(n.meta.get("val") for n in graph.outputs if isinstance(n, torch.fx.Node))}
+            "output_bytes": nbytes(n.meta.get("val") for n in graph.outputs if isinstance(n, torch.fx.Node)),
+            # parameters, buffers and constants: KernelBench level 2's Linear(32768, 32768) is 4 GB of weights
+            # beside 16 MB of inputs
+            "weight_bytes": nbytes(n.meta.get("val") for n in [*graph.parameters, *graph.constants])}

@@ -143,8 +143,8 @@ def with_size_constants(source: str, values: dict[str, int]) -> str:
 
 
 def scale_sizes_down(source: str, budget_bytes: int, measure) -> dict[str, Any]:
-    """Halve a problem's largest size (see `size_constants`) while `measure(source)` (bytes of its inputs and
-    outputs; raises if the sizes no longer make a valid problem) exceeds `budget_bytes`: {"sizes": the changed
+    """Halve a problem's largest size (see `size_constants`) while `measure(source)` (bytes of its inputs,
+    outputs and weights; raises if the sizes no longer make a valid problem) exceeds `budget_bytes`: {"sizes": the changed
     sizes, "original_bytes", "scaled_bytes"}. Runs the reference (under fake tensors): in a sandbox."""
     original = size_constants(source)
     values = dict(original)

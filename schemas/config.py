@@ -419,7 +419,7 @@ class EvaluateConfig(StrictModel):
     levels: list[int] = Field(default_factory=lambda: [1, 2], description="KernelBench levels to evaluate on")
     limit_per_level: int = Field(0, ge=0, description="first N problems of each level (0 = all)")
     scale_to_mb: float | None = Field(None, gt=0, description="KernelBench problems: halve each one's module-level "
-                                      "sizes (batch_size, dim, ...) until its inputs and outputs take at most this "
+                                      "sizes (batch_size, dim, ...) until its inputs, outputs and weights take at most this "
                                       "many MB, recording the factor per problem; for the cpu backend, where full "
                                       "size (tens of GB) cannot run. null: full size, as KernelBench reports")
     policy: Literal["run", "model", "endpoint", "template"] = Field(

@@ -152,7 +152,7 @@ def _problems(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None) -> l
             return problem
         except AnalysisError:  # hints without sizes: its judgements take memory_limit_mb until its reference ran
             return problem.model_copy(update={"hints": hints})
-        sizes = {k: export[k] for k in ("input_bytes", "output_bytes") if isinstance(export.get(k), int)}
+        sizes = {k: export[k] for k in ("input_bytes", "output_bytes", "weight_bytes") if isinstance(export.get(k), int)}
         return problem.model_copy(update={"hints": hints, "measures": {**problem.measures, **sizes}})
 
     with progress_bar("shape hints (sandboxed)", len(found)) as advance, \

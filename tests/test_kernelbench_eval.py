@@ -96,7 +96,7 @@ def test_a_kernelbench_folder_is_evaluated_per_level_without_an_upstream_run(eva
     # a later evaluation of the same problems finds them without exporting again
     relu = next(p for p in problems if p.name == "level1/1_ReLU")
     assert relu.measures["input_bytes"] == 64 * 256 * 4 == relu.measures["output_bytes"]
-    assert wh.known_sizes([relu.id]) == {relu.id: {"input_bytes": 65536, "output_bytes": 65536}}
+    assert wh.known_sizes([relu.id]) == {relu.id: {"input_bytes": 65536, "output_bytes": 65536, "weight_bytes": 0}}
     rows = wh.eval_rows(run_id)
     assert len(rows) == 4 and all(r["passed"] for r in rows)
 
@@ -275,6 +275,48 @@ def test_a_problem_with_arithmetic_sizes_and_a_scalar_input_is_scaled_down(analy
     scaled = analyser.scaled_down(problem, 16 << 20)
     assert set(scaled.measures["scaled_sizes"]) <= {"M", "N"} and scaled.scale >= 8 * 2**30 / (16 << 20)
     assert analyser.scaled_down(scaled, 16 << 20) is scaled
+
+
+# level 2's 56_Matmul_Sigmoid_Sum: 16 MB of inputs and 4 GB of weights
+WIDE_GEMM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.linear = nn.Linear(input_size, hidden_size)
+
+    def forward(self, x):
+        return torch.sigmoid(self.linear(x)).sum(dim=1, keepdim=True)
+
+
+batch_size = 128
+input_size = 32768
+hidden_size = 32768
+
+
+def get_inputs():
+    return [torch.rand(batch_size, input_size)]
+
+def get_init_inputs():
+    return [input_size, hidden_size]
+'''
+
+
+def test_weights_count_when_a_problem_is_scaled_down(analyser):
+    """Before, only inputs and outputs counted: 16 MB fitted, and the CPU ran a 4 GB Linear (5 s to make a trial)."""
+    from schemas.records import Problem
+
+    problem = Problem(id=Problem.make_id(WIDE_GEMM), source="kernelbench", reference=WIDE_GEMM,
+                      name="level2/56_Matmul_Sigmoid_Sum")
+    scaled = analyser.scaled_down(problem, 64 << 20)
+    sizes = scaled.measures["scaled_sizes"]
+    assert {"input_size", "hidden_size"} & set(sizes) and "batch_size" not in sizes
+    assert scaled.scale >= 32
+    analysis = analyser.export(scaled)
+    assert analysis["weight_bytes"] + analysis["input_bytes"] + analysis["output_bytes"] <= 64 << 20
+    assert analysis["weight_bytes"] > analysis["input_bytes"]
 
 
 def test_a_kernelbench_problem_is_scaled_down_in_a_sandbox_with_its_factor_recorded(analyser):

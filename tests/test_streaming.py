@@ -56,6 +56,35 @@ def test_stash_keeps_small_entries_in_memory_and_large_ones_on_disk(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
+def test_every_problem_s_stash_together_keeps_in_memory_no_more_than_the_judge_s_allowance(tmp_path):
+    """Each stash within its own 1 GB, 200 problems' stashes took 23 GB of a 24 GB machine and the OOM killer ended
+    the judge (a CPU KernelBench evaluation, 2026-12-04): past the allowance shared by all, entries go to disk."""
+    from verifier.stash import MemoryAllowance
+
+    allowance = MemoryAllowance(3 << 20)
+    first, second = (TensorStash(tmp_path / name, memory_bytes=8 << 20, allowance=allowance) for name in "ab")
+    two_mb = lambda: [torch.ones(1 << 19), "a plain value"]
+    kept = first.append(two_mb())
+    assert first.spilled == 0 and allowance.used_bytes > 2 << 20
+    spilled = second.append(two_mb())  # its own stash has room; the judge's allowance has not
+    assert second.spilled == 1 and torch.equal(second.get(spilled)[0], torch.ones(1 << 19))
+    assert first.get(kept)[1] == "a plain value"
+    first.close()  # its memory goes back to the allowance
+    assert allowance.used_bytes == 0
+    second.append(two_mb())
+    assert second.spilled == 1 and allowance.used_bytes > 2 << 20
+    second.close()
+    assert allowance.used_bytes == 0
+
+
+def test_the_judge_keeps_in_memory_half_of_what_the_sandboxes_leave():
+    from verifier.judge import JUDGE_KEPT_FLOOR_MB, judge_kept_memory_mb
+
+    assert judge_kept_memory_mb(24_000, 20_400) == 1_800  # this machine: 85 % for sandboxes
+    assert judge_kept_memory_mb(128_000, 108_800) == 9_600  # the H200 box
+    assert judge_kept_memory_mb(24_000, 24_000) == JUDGE_KEPT_FLOOR_MB  # sandboxes given it all
+
+
 def test_a_stash_entry_the_disk_cannot_hold_leaves_no_half_file(tmp_path):
     """A disk that fills while an entry is written (here: a file-size limit, EFBIG, as ENOSPC would be): the
     entry is refused with an OSError (the judge then makes that trial again for each candidate rather than keep

@@ -92,8 +92,8 @@ class ReferenceAnalyser:
         return cached
 
     def scaled_down(self, problem: Problem, budget_bytes: int) -> Problem:
-        """The problem with its sizes (operators.imports.size_constants) halved in a sandbox until its inputs and
-        outputs take at most `budget_bytes`; its `scale` (how many times smaller) and the sizes it changed
+        """The problem with its sizes (operators.imports.size_constants) halved in a sandbox until its inputs,
+        outputs and weights take at most `budget_bytes`; its `scale` (how many times smaller) and the sizes it changed
         (`measures["scaled_sizes"]`) recorded. Unchanged when it already fits. The sandbox only names new values
         for the problem's own sizes, each no larger than before: the source is rewritten here."""
         from operators.imports import size_constants, with_size_constants

@@ -38,10 +38,10 @@ from verifier.device_lock import MachineDeviceLock, cuda_device_key, machine_loc
 from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, LocalRunner, compiler_errors
 from verifier.legality import check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
-from verifier.isolation import Cgroups, remove_dead_judges_directories
+from verifier.isolation import Cgroups, host_memory_mb, remove_dead_judges_directories
 from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
                                 cpu_accounting, quote)
-from verifier.stash import STASH_MEMORY_BYTES, TensorStash, digest, private_directory
+from verifier.stash import STASH_MEMORY_BYTES, MemoryAllowance, TensorStash, digest, private_directory
 from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, describe, nbytes_of, read_tensors, same_bytes,
                                write_tensors)
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
@@ -181,6 +181,14 @@ class Devices:
 ESTIMATE_FACTOR = 2  # a candidate's sandbox may take this many times what its problem's reference's took ...
 ESTIMATE_FLOOR_MB = 3072  # ... and this much more: its own CUDA context, its build's loading, its temporaries
 REFERENCE_BASE_BYTES = 1 << 30  # a reference sandbox's own: Python, torch, a CUDA context's host side
+JUDGE_KEPT_SHARE = 0.5  # of the host memory the sandboxes' budget leaves: what the judge keeps in memory between
+# verdicts; the other half is its own (Python, torch, messages) and the trials in flight
+JUDGE_KEPT_FLOOR_MB = 256
+
+
+def judge_kept_memory_mb(host_mb: int, sandbox_budget_mb: int) -> int:
+    """Host memory (MB) the judge keeps problems' tensors in between verdicts (the rest goes to its disk)."""
+    return max(JUDGE_KEPT_FLOOR_MB, int((host_mb - sandbox_budget_mb) * JUDGE_KEPT_SHARE))
 
 
 def memory_estimate_mb(reference_peak_bytes: int, limit_mb: int) -> int:
@@ -358,9 +366,12 @@ class Judge:
         self._stash_root = private_directory(self.cache_dir / "stash", self.sandboxes.isolation.tag)
         remove_dead_judges_directories(self.cache_dir / "stash")
         self._stash_ids = itertools.count()
+        # what every problem's stash keeps in memory together (each also within its own STASH_MEMORY_BYTES)
+        self.kept_memory = MemoryAllowance(judge_kept_memory_mb(
+            host_memory_mb(), self.sandboxes.memory_budget.capacity_mb) << 20)
 
     def _stash(self, memory_bytes: int = STASH_MEMORY_BYTES) -> TensorStash:
-        return TensorStash(self._stash_root / str(next(self._stash_ids)), memory_bytes)
+        return TensorStash(self._stash_root / str(next(self._stash_ids)), memory_bytes, self.kept_memory)
 
     @property
     def isolation(self) -> str:

@@ -562,7 +562,7 @@ def serve_analysis(conn, job: dict[str, Any]) -> None:
 
             def measure(source: str) -> int:
                 analysis = analyse_source(source)
-                return analysis["input_bytes"] + analysis["output_bytes"]
+                return analysis["input_bytes"] + analysis["output_bytes"] + analysis["weight_bytes"]
 
             send(("analysed", scale_sizes_down(msg[1], int(msg[2]), measure)))
         elif msg[0] == "teacher":

@@ -2,9 +2,10 @@
 the timing calls' inputs and checked outputs — held so that one verdict needs one trial's tensors at a time.
 
 Small problems stay in memory (the common case, and the fastest). Once a problem's entries pass
-`memory_bytes` together, further entries go to files in a directory only the judge can reach (under its
-cache directory, which no sandbox sees), and each is read back when it is needed and dropped after: a
-problem whose single trial fits the machine can be judged however many trials and timing sets it has.
+`memory_bytes` together, or every problem's entries the judge's `MemoryAllowance`, further entries go to files
+in a directory only the judge can reach (under its cache directory, which no sandbox sees), and each is read
+back when it is needed and dropped after: a problem whose single trial fits the machine can be judged however
+many trials and timing sets it has.
 
 Timing sets are always on disk (a stash with `memory_bytes=0`): each timed call's inputs are one file, which
 a sandbox is handed as a read-only descriptor (`open_entry`) just before the call that uses it. The page
@@ -28,17 +29,47 @@ from verifier.tensor_io import nbytes_of, read_tensors, write_tensors
 STASH_MEMORY_BYTES = 1 << 30  # per problem and kind (as the timing sets took before): above this, on disk
 
 
+class MemoryAllowance:
+    """The host memory a judge's stashes may hold together: an entry that would pass it goes to disk, whatever its
+    own stash's `memory_bytes`. Without it, each problem's 1 GB in memory added up over the problems kept (up to
+    verifier.kept_gb: 24 GB by default) and the kernel's OOM killer ended the judge of a 24 GB machine."""
+
+    def __init__(self, capacity_bytes: int):
+        self.capacity_bytes = capacity_bytes
+        self.used_bytes = 0
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> bool:
+        with self._lock:
+            if self.used_bytes + nbytes > self.capacity_bytes:
+                return False
+            self.used_bytes += nbytes
+            return True
+
+    def give(self, nbytes: int) -> None:
+        with self._lock:
+            self.used_bytes -= nbytes
+
+
+def host_bytes(values: list[Any]) -> int:
+    """Bytes of these values' tensors in host memory (a device tensor is the device's memory, not the host's)."""
+    return nbytes_of([v for v in values if isinstance(v, torch.Tensor) and v.device.type == "cpu"])
+
+
 class TensorStash:
     """An append-only list of value lists (tensors and plain values), in memory or spilled to disk."""
 
     _ids = itertools.count()
 
-    def __init__(self, directory: Path, memory_bytes: int = STASH_MEMORY_BYTES):
+    def __init__(self, directory: Path, memory_bytes: int = STASH_MEMORY_BYTES,
+                 allowance: MemoryAllowance | None = None):
         self.directory = Path(directory)
         self.memory_bytes = memory_bytes
+        self._allowance = allowance
         self._in_memory: dict[int, list[Any]] = {}
         self._on_disk: dict[int, tuple[Path, list[Any], int]] = {}
         self._bytes_in_memory = 0
+        self._host_bytes_taken = 0  # of the allowance, given back on close
         self._count = 0
         self._lock = threading.Lock()
 
@@ -63,9 +94,12 @@ class TensorStash:
         with self._lock:
             index = self._count
             self._count += 1
-            if self.memory_bytes and self._bytes_in_memory + size <= self.memory_bytes:  # 0: every entry a file
+            host = host_bytes(values)
+            if self.memory_bytes and self._bytes_in_memory + size <= self.memory_bytes \
+                    and (self._allowance is None or self._allowance.take(host)):  # memory_bytes 0: every entry a file
                 self._in_memory[index] = values
                 self._bytes_in_memory += size
+                self._host_bytes_taken += host if self._allowance is not None else 0
                 return index
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
@@ -107,6 +141,9 @@ class TensorStash:
         with self._lock:
             self._in_memory.clear()
             self._on_disk.clear()
+            taken, self._host_bytes_taken = self._host_bytes_taken, 0
+        if self._allowance is not None and taken:
+            self._allowance.give(taken)
         shutil.rmtree(self.directory, ignore_errors=True)
 
 

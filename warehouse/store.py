@@ -330,7 +330,8 @@ class Warehouse:
         return {r["id"]: [TensorHint(**h) for h in json.loads(r["hints"])] for r in rows}
 
     def known_sizes(self, problem_ids: Iterable[str]) -> dict[str, dict[str, int]]:
-        """The input and output bytes some earlier run's analysis recorded for these problems (`measures`)."""
+        """The input, output and weight bytes some earlier run's analysis recorded for these problems (`measures`;
+        weights only where the analysis measured them)."""
         ids = list(problem_ids)
         if not ids:
             return {}
@@ -340,7 +341,7 @@ class Warehouse:
         for r in rows:
             measures = json.loads(r["measures"])
             if isinstance(measures, dict) and isinstance(measures.get("input_bytes"), int):
-                sizes[r["id"]] = {k: measures[k] for k in ("input_bytes", "output_bytes")
+                sizes[r["id"]] = {k: measures[k] for k in ("input_bytes", "output_bytes", "weight_bytes")
                                   if isinstance(measures.get(k), int)}
         return sizes
 
