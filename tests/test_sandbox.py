@@ -393,6 +393,43 @@ def test_closing_a_factory_leaves_no_spare_being_started(tmp_path):
     assert sandbox_processes() == []
 
 
+def test_the_judge_s_own_copies_are_promised_beside_a_judgement_s_sandboxes_and_never_their_limit():
+    """A full-size KernelBench judgement: its sandboxes' share caps its candidate's cgroup; the 25 GB the judge
+    holds for it (a trial loaded, inputs handed over, outputs read back) is taken from the budget beside it."""
+    import threading
+
+    from verifier.isolation import MemoryBudget
+
+    budget = MemoryBudget(10)
+    big = budget.reserve(4, judge_mb=3)
+    assert big.memory_mb == 4 and budget.used_mb == 7  # the sandboxes' share; the budget holds both
+    started = threading.Event()
+
+    def neighbour():
+        with budget.reserve(4):  # fits beside 4 of sandboxes, not beside 4 + 3
+            started.set()
+
+    waiter = threading.Thread(target=neighbour)
+    waiter.start()
+    assert not started.wait(0.3)
+    big.release()
+    assert started.wait(5)
+    waiter.join()
+    with budget.reserve(8, judge_mb=8) as whole:  # more than the budget: all of it, the sandboxes' share kept
+        assert budget.used_mb == 10 and whole.memory_mb == 8
+    assert budget.used_mb == 0
+
+
+def test_a_judgement_promises_the_judge_s_copies_of_a_full_size_trial():
+    from schemas.records import Problem
+    from verifier.judge import judge_copies_mb
+
+    full = Problem(id="p", source="test", reference="x",
+                   measures={"input_bytes": 6_400_000_000, "output_bytes": 6_400_000_000})
+    assert judge_copies_mb(full) == (2 * 12_800_000_000) >> 20  # 24 GiB
+    assert judge_copies_mb(Problem(id="q", source="test", reference="x")) == 0  # unmeasured
+
+
 def test_judgements_start_only_while_their_memory_limits_fit_beside_those_running():
     """The memory budget (verifier.sandbox_memory_mb): a judgement holds its sandbox's limit while it runs and the
     next waits for room; its own build and reference sandboxes draw on its share (re-entrant: no deadlock); a

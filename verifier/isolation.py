@@ -405,14 +405,18 @@ class MemoryBudget:
         with cls._shared_lock:
             return cls._shared.setdefault(capacity_mb, cls(capacity_mb))
 
-    def reserve(self, memory_mb: int, alone: bool = False) -> "MemoryReservation":
+    def reserve(self, memory_mb: int, alone: bool = False, judge_mb: int = 0) -> "MemoryReservation":
         """Block until `memory_mb` (at most the whole budget) fits, unless this thread holds a share already.
-        `alone`: the whole budget, once every judgement running has ended; none starts while it waits."""
+        `judge_mb`: what the judge itself holds for the judgement meanwhile (a full-size trial loaded, the inputs
+        it hands the candidate, the outputs it reads back: 2 x 12.8 GB for a KernelBench level-1 problem), taken
+        beside the sandboxes' share and never a sandbox's limit. `alone`: the whole budget, once every judgement
+        running has ended; none starts while it waits."""
         thread = threading.get_ident()
         with self._changed:
             held = self._held.get(thread)
             if held is None:
-                memory_mb = self.capacity_mb if alone else min(memory_mb, self.capacity_mb)
+                sandbox_mb = self.capacity_mb if alone else min(memory_mb, self.capacity_mb)
+                memory_mb = self.capacity_mb if alone else min(memory_mb + max(0, judge_mb), self.capacity_mb)
                 if alone:
                     self._alone_waiting += 1
                     try:
@@ -426,7 +430,7 @@ class MemoryBudget:
                                                and not self._alone_waiting)
                 self.used_mb += memory_mb
                 self.peak_mb = max(self.peak_mb, self.used_mb)
-                held = self._held[thread] = _Hold(memory_mb)
+                held = self._held[thread] = _Hold(memory_mb, sandbox_mb)
                 if len(self._held) > 1:  # judgements that overlap, however briefly, each had company
                     for hold in self._held.values():
                         hold.accompanied = True
@@ -447,7 +451,8 @@ class MemoryBudget:
 class _Hold:
     """One judgement's share of a MemoryBudget."""
 
-    memory_mb: int
+    memory_mb: int  # taken from the budget: its sandboxes' share and the judge's own copies for it
+    sandbox_mb: int  # its sandboxes' share
     sandboxes: int = 0  # the reservations taken on it (re-entrant), released one by one
     accompanied: bool = False  # another judgement held a share at some moment while this one did
 
@@ -469,8 +474,8 @@ class MemoryReservation:
 
     @property
     def memory_mb(self) -> int:
-        """The judgement's share (MB): what it reserved, or the whole budget when alone."""
-        return self._hold.memory_mb
+        """The judgement's sandboxes' share (MB): what it reserved for them, or the whole budget when alone."""
+        return self._hold.sandbox_mb
 
     def release(self) -> None:
         with self._lock:

@@ -197,15 +197,33 @@ def memory_estimate_mb(reference_peak_bytes: int, limit_mb: int) -> int:
     return min(limit_mb, ESTIMATE_FACTOR * (reference_peak_bytes >> 20) + ESTIMATE_FLOOR_MB)
 
 
+def _measured_bytes(problem: Problem, key: str) -> int | None:
+    """The largest size its analysis recorded under `key` (`measures`, and its cuda measures); None if none."""
+    found = [m[key] for m in (problem.measures, problem.measures.get("cuda"))
+             if isinstance(m, dict) and isinstance(m.get(key), int) and m[key] >= 0]
+    return max(found, default=None)
+
+
 def measured_reference_peak(problem: Problem) -> int | None:
     """What the problem's reference sandbox will take, before it has run, from the sizes its analysis measured
     (`measures`: inputs, weights, outputs; the largest of its recorded sizes): a trial's tensors on the host and
     in the file the judge reads, its weights, and the sandbox's own. None when nothing was measured."""
-    sizes = [m for m in (problem.measures, problem.measures.get("cuda")) if isinstance(m, dict)]
-    if not any(isinstance(m.get("input_bytes"), int) for m in sizes):
+    if _measured_bytes(problem, "input_bytes") is None:
         return None
-    size = lambda key: max((m[key] for m in sizes if isinstance(m.get(key), int) and m[key] >= 0), default=0)
+    size = lambda key: _measured_bytes(problem, key) or 0
     return 2 * (size("input_bytes") + size("output_bytes")) + size("weight_bytes") + REFERENCE_BASE_BYTES
+
+
+JUDGE_COPIES = 2  # a trial's tensors the judge holds at once for a judgement: the trial loaded (read back from its
+# disk or made again), and the inputs it writes for the candidate with the outputs it reads back
+
+
+def judge_copies_mb(problem: Problem) -> int:
+    """Host memory (MB) the judge itself holds for one judgement of `problem`, beside its sandboxes' share, from
+    its measured sizes (0 unmeasured): MBs at small sizes, 25 GB for a KernelBench level-1 problem at full size,
+    where three judgements at their sandboxes' 32 GB and these copies would come to 173 GB on a 128 GB box."""
+    trial = (_measured_bytes(problem, "input_bytes") or 0) + (_measured_bytes(problem, "output_bytes") or 0)
+    return (JUDGE_COPIES * trial) >> 20
 
 
 def _cuda_arch(device_index: int) -> str:
@@ -484,7 +502,8 @@ class Judge:
         alone = False
         while True:
             try:
-                with self.sandboxes.reserve(alone=alone, memory_mb=share) as reservation, self._keeping(problem.id):
+                with self.sandboxes.reserve(alone=alone, memory_mb=share, judge_mb=judge_copies_mb(problem)) \
+                        as reservation, self._keeping(problem.id):
                     result = judge()
                     return result, reservation.accompanied
             except SandboxOverEstimate:  # the estimate was too small for this candidate: its whole limit now

@@ -215,7 +215,7 @@ class VerifierPool(ABC):
 
     def activity(self) -> str:
         """One line for a stage's heartbeat while it waits on verdicts: what the judgements in flight do or wait
-        for, and, where the pool knows, the sandbox memory promised and the sandboxes a timing has stopped."""
+        for, and, where the pool knows, the memory promised and the sandboxes a timing has stopped."""
         return "judged elsewhere (no view of the judgements in flight)"
 
     def check_references(self, problems: Iterable[Problem],
@@ -317,7 +317,8 @@ class LocalVerifierPool(VerifierPool):
     def activity(self) -> str:
         budget = self.judge.sandboxes.memory_budget
         line = describe(in_flight())
-        line += f"; sandbox memory promised {budget.used_mb / 1024:.1f} of {budget.capacity_mb / 1024:.1f} GB"
+        line += f"; memory promised (sandboxes, the judge's copies) {budget.used_mb / 1024:.1f} of " \
+                f"{budget.capacity_mb / 1024:.1f} GB"
         if stopped := self.judge.sandboxes.stopped():
             line += f"; {stopped} sandboxes stopped while a timing holds their device"
         if holders := self.devices.lock_holders():  # another process's hold keeps a timing here waiting
