@@ -115,46 +115,67 @@ def _int_value(node: ast.expr) -> int | None:
     return None
 
 
-def _size_assignments(tree: ast.Module) -> list[ast.Assign]:
-    return [n for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name) and _int_value(n.value) is not None]
+def _size_slots(tree: ast.Module) -> list[tuple[str, ast.expr]]:
+    """(name, its int expression) for each module-level size: `name = <int>`, and each int of `name = (<int>, ...)`
+    as `name[i]` (KernelBench's losses: `input_shape = (32768,)`)."""
+    slots: list[tuple[str, ast.expr]] = []
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            continue
+        name, value = node.targets[0].id, node.value
+        if _int_value(value) is not None:
+            slots.append((name, value))
+        elif isinstance(value, ast.Tuple) and value.elts and all(_int_value(e) is not None for e in value.elts):
+            slots += [(f"{name}[{i}]", element) for i, element in enumerate(value.elts)]
+    return slots
 
 
 def size_constants(source: str) -> dict[str, int]:
     """A KernelBench problem's sizes: its module-level `name = <int>` assignments (batch_size, dim, in_channels…;
-    the int may be written as arithmetic on literals, `M = 256 * 8`), read from the source, never by running it."""
-    return {n.targets[0].id: _int_value(n.value) for n in _size_assignments(ast.parse(source))}
+    the int may be written as arithmetic on literals, `M = 256 * 8`) and the ints of its module-level tuples
+    (`input_shape[0]`), read from the source, never by running it."""
+    return {name: _int_value(value) for name, value in _size_slots(ast.parse(source))}
 
 
 def with_size_constants(source: str, values: dict[str, int]) -> str:
-    """`source` with some of its module-level int assignments set to `values` (an arithmetic one, `256 * 8`,
+    """`source` with some of its sizes (see `size_constants`) set to `values` (an arithmetic one, `256 * 8`,
     becomes its new value's literal); not a character else changes."""
     lines = source.splitlines(keepends=True)
-    for node in sorted(_size_assignments(ast.parse(source)), key=lambda n: n.lineno, reverse=True):
-        name = node.targets[0].id
-        if name not in values:
+    slots = sorted(_size_slots(ast.parse(source)), key=lambda slot: (slot[1].lineno, slot[1].col_offset),
+                   reverse=True)  # from the end: an edit leaves the offsets before it as they were
+    for name, value in slots:
+        if name not in values or value.end_lineno != value.lineno:  # an int literal spans one line
             continue
-        value, line = node.value, node.value.lineno - 1
-        if value.end_lineno != value.lineno:  # an int literal spans one line
-            continue
+        line = value.lineno - 1
         text = lines[line]
         lines[line] = text[:value.col_offset] + str(int(values[name])) + text[value.end_col_offset:]
     return "".join(lines)
 
 
+def _halvings(values: dict[str, int]) -> list[dict[str, int]]:
+    """The next sizes to try, smallest change first: each size halved alone, largest first; then each group of
+    sizes that are equal halved together (a size broadcast against another of the same length: KernelBench's
+    HingeLoss multiplies a (batch_size, input_shape[0]) tensor by a (batch_size,) one, valid only while equal)."""
+    halvable = sorted((n for n in values if values[n] >= 2 * MIN_SCALED_SIZE), key=lambda n: -values[n])
+    alone = [{**values, n: values[n] // 2} for n in halvable]
+    together = []
+    for size in sorted({values[n] for n in halvable}, reverse=True):
+        group = [n for n in halvable if values[n] == size]
+        if len(group) > 1:
+            together.append({**values, **{n: size // 2 for n in group}})
+    return alone + together
+
+
 def scale_sizes_down(source: str, budget_bytes: int, measure) -> dict[str, Any]:
-    """Halve a problem's largest size (see `size_constants`) while `measure(source)` (bytes of its inputs,
-    outputs and weights; raises if the sizes no longer make a valid problem) exceeds `budget_bytes`: {"sizes": the changed
-    sizes, "original_bytes", "scaled_bytes"}. Runs the reference (under fake tensors): in a sandbox."""
+    """Halve a problem's sizes (see `size_constants`, `_halvings`) while `measure(source)` (bytes of its inputs,
+    outputs and weights; raises if the sizes no longer make a valid problem) exceeds `budget_bytes`: {"sizes":
+    the changed sizes, "original_bytes", "scaled_bytes"}. Runs the reference (under fake tensors): in a sandbox."""
     original = size_constants(source)
     values = dict(original)
     current = first = measure(source)
     while current > budget_bytes:
         step = None
-        for name in sorted(values, key=lambda n: -values[n]):
-            if values[name] < 2 * MIN_SCALED_SIZE:
-                break  # the rest are smaller still
-            trial = {**values, name: values[name] // 2}
+        for trial in _halvings(values):
             try:
                 smaller = measure(with_size_constants(source, trial))
             except Exception:  # e.g. groups no longer divide the channels: try the next size

@@ -319,6 +319,47 @@ def test_weights_count_when_a_problem_is_scaled_down(analyser):
     assert analysis["weight_bytes"] > analysis["input_bytes"]
 
 
+# level 1's 100_HingeLoss: a (batch_size, input_shape[0]) tensor times a (batch_size,) one, valid only while equal
+HINGE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+
+batch_size = 32768
+input_shape = (32768,)
+dim = 1
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_sizes_in_tuples_and_sizes_tied_by_broadcasting_are_halved_together(analyser):
+    from operators.imports import size_constants, with_size_constants
+    from schemas.records import Problem
+    from verifier.analysis import AnalysisError
+
+    assert size_constants(HINGE) == {"batch_size": 32768, "input_shape[0]": 32768, "dim": 1}
+    assert "input_shape = (512,)\n" in with_size_constants(HINGE, {"input_shape[0]": 512})
+    problem = Problem(id=Problem.make_id(HINGE), source="kernelbench", reference=HINGE, name="level1/100_HingeLoss")
+    scaled = analyser.scaled_down(problem, 64 << 20)  # halving either alone breaks the broadcast: both at once
+    sizes = scaled.measures["scaled_sizes"]
+    assert set(sizes) == {"batch_size", "input_shape[0]"} and sizes["batch_size"][1] == sizes["input_shape[0]"][1]
+    fixed = HINGE.replace("batch_size = 32768", "batch_size = (32768)").replace("(32768,)", "[32768]")
+    fixed = fixed.replace("input_shape = [32768]", "input_shape = [32767 + 1]")
+    unscalable = Problem(id=Problem.make_id(fixed), source="kernelbench", reference=fixed, name="level1/fixed")
+    with pytest.raises(AnalysisError, match="none of its sizes can be halved"):
+        analyser.scaled_down(unscalable, 64 << 20)  # said, not left at 4 GB silently
+
+
 def test_a_kernelbench_problem_is_scaled_down_in_a_sandbox_with_its_factor_recorded(analyser):
     from schemas.records import Problem
 

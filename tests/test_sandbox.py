@@ -393,6 +393,40 @@ def test_closing_a_factory_leaves_no_spare_being_started(tmp_path):
     assert sandbox_processes() == []
 
 
+def test_a_large_share_that_has_waited_long_goes_before_small_ones_asked_for_after_it(monkeypatch):
+    """Small shares that keep fitting beside the running ones would never leave a large one room (a 16 GB
+    reference check waited six minutes behind 5 GB ones on a 20 GB budget): once it has waited STARVING_S,
+    later ones wait behind it; before that they may pass."""
+    import threading
+
+    from verifier import isolation
+
+    monkeypatch.setattr(isolation, "STARVING_S", 0.3)
+    budget = isolation.MemoryBudget(10)
+    running = budget.reserve(4)
+    order, entered = [], {name: threading.Event() for name in ("large", "early small", "late small")}
+
+    def judgement(name, mb):
+        with budget.reserve(mb):
+            order.append(name)
+            entered[name].set()
+
+    threads = [threading.Thread(target=judgement, args=("large", 8))]
+    threads[0].start()
+    time.sleep(0.05)
+    threads.append(threading.Thread(target=judgement, args=("early small", 2)))
+    threads[1].start()
+    assert entered["early small"].wait(5)  # fits beside the 4 running, and the large share is not starving yet
+    time.sleep(0.4)
+    threads.append(threading.Thread(target=judgement, args=("late small", 2)))
+    threads[2].start()
+    assert not entered["late small"].wait(0.3)  # it fits beside the 4 running, but the large one waits longer
+    running.release()
+    for thread in threads:
+        thread.join(5)
+    assert order == ["early small", "large", "late small"] and budget.used_mb == 0
+
+
 def test_the_judge_s_own_copies_are_promised_beside_a_judgement_s_sandboxes_and_never_their_limit():
     """A full-size KernelBench judgement: its sandboxes' share caps its candidate's cgroup; the 25 GB the judge
     holds for it (a trial loaded, inputs handed over, outputs read back) is taken from the budget beside it."""

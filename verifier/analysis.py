@@ -108,6 +108,9 @@ class ReferenceAnalyser:
                 or not all(type(b) is int and b > 0 for b in (original, scaled)):
             raise AnalysisError(f"{what}: malformed reply {str(reply)[:120]}")
         if not sizes:
+            if original > budget_bytes:  # said, never silently left at a size the machine may not hold
+                raise AnalysisError(f"{what}: none of its sizes can be halved, it stays at "
+                                    f"{original / 2**20:.0f} MB of inputs, outputs and weights")
             return problem
         source = with_size_constants(problem.reference, sizes)
         return problem.model_copy(update={

@@ -380,6 +380,9 @@ def sandbox_memory_mb(configured: int, memory_limit_mb: int) -> int:
     return max(total, memory_limit_mb)
 
 
+STARVING_S = 30.0  # a share that has waited this long for room goes before every share asked for after it
+
+
 class MemoryBudget:
     """Admission for sandboxes by memory: a judgement (a thread) holds one sandbox's limit of the budget while
     it has sandboxes, and waits for its turn while the limits of those running fill it. Limits are promises:
@@ -387,7 +390,9 @@ class MemoryBudget:
     judge itself. Re-entrant per thread: its build and reference sandboxes run inside its own judgement's
     share (the parent cgroup's cap, `Cgroups.cap_total`, catches what that leaves over, and a judgement whose
     sandbox that killed runs again alone). One per process and capacity (`shared`): every judge of a process
-    draws on the same machine."""
+    draws on the same machine. Fair to large shares: once one has waited STARVING_S, those asked for after it
+    wait behind it (otherwise small shares that keep fitting beside the running ones never leave it room: a
+    16 GB reference check waited six minutes behind 5 GB ones on a 20 GB budget)."""
 
     _shared: dict[int, "MemoryBudget"] = {}
     _shared_lock = threading.Lock()
@@ -398,6 +403,8 @@ class MemoryBudget:
         self.peak_mb = 0
         self._held: dict[int, _Hold] = {}  # thread id -> its judgement's hold
         self._alone_waiting = 0  # judgements waiting to run alone: the others wait behind them
+        self._waiting: dict[int, float] = {}  # ticket (in order of asking) -> when its share began to wait
+        self._tickets = itertools.count()
         self._changed = threading.Condition()
 
     @classmethod
@@ -425,9 +432,15 @@ class MemoryBudget:
                     finally:
                         self._alone_waiting -= 1
                 else:
-                    with doing(f"waiting for memory ({memory_mb} MB)"):
-                        self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb
-                                               and not self._alone_waiting)
+                    ticket = next(self._tickets)
+                    self._waiting[ticket] = time.monotonic()
+                    try:
+                        with doing(f"waiting for memory ({memory_mb} MB)"):
+                            self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb
+                                                   and not self._alone_waiting and not self._starving_before(ticket))
+                    finally:
+                        del self._waiting[ticket]
+                        self._changed.notify_all()  # those behind it, if it was starving, may go now
                 self.used_mb += memory_mb
                 self.peak_mb = max(self.peak_mb, self.used_mb)
                 held = self._held[thread] = _Hold(memory_mb, sandbox_mb)
@@ -436,6 +449,11 @@ class MemoryBudget:
                         hold.accompanied = True
             held.sandboxes += 1
         return MemoryReservation(self, thread, held)
+
+    def _starving_before(self, ticket: int) -> bool:
+        """Whether a share asked for before `ticket` has waited STARVING_S already (under _changed)."""
+        now = time.monotonic()
+        return any(earlier < ticket and now - since >= STARVING_S for earlier, since in self._waiting.items())
 
     def _release(self, thread: int) -> None:
         with self._changed:
