@@ -46,6 +46,7 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         # an evaluation of a stage in untimed_after judges correctness only (set before the pool is first used)
         ctx.untimed = cfg.policy == "run" and who.split(":")[0] in cfg.untimed_after
         problems = _problems(ctx, cfg, from_run)
+        compiled = config.verifier.backend == "cuda" and config.verifier.compare_torch_compile  # a baseline timed
         # evaluates: the stage (sft, ..., leap_rl) or the kind of policy (model, endpoint, template); policy: which
         ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
                              "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg),
@@ -57,7 +58,7 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
                 return verdicts
 
             summary = evaluate_policy(policy, verify_turn, problems, cfg, config.verifier.backend, config.seed,
-                                      timed=ctx.timed)
+                                      timed=ctx.timed, compiled=compiled)
         # The references are checked after the judging, not before: each ran as its problem's first candidate was
         # judged (a KernelBench level-1 reference at full size is GBs of trials, which the judge had dropped again
         # long before the candidates came when every reference was checked first: each ran twice), so only those
@@ -73,13 +74,14 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
                                f"{reason_in_brief(next(iter(broken.values()), ''))}")
         ctx.log_problems(runnable, ctx.run_id if cfg.problems == "kernelbench" else
                          ctx.warehouse.ancestor(from_run, "hints").id, "evaluation")
-        summary = summarize_evaluation([r for r in summary.rollouts if r.problem.id not in broken], cfg, ctx.timed)
+        summary = summarize_evaluation([r for r in summary.rollouts if r.problem.id not in broken], cfg, ctx.timed,
+                                       compiled)
         ctx.warehouse.add_eval_results(ctx.run_id, summary.rows)
         metrics = {**summary.metrics, "problems": len(runnable), "problems/reference_broken": len(broken)}
         ctx.mlflow.log_metrics(metrics)
-        _log_tables_and_plots(ctx, cfg, summary, problems, broken)
+        _log_tables_and_plots(ctx, cfg, summary, problems, broken, compiled)
         ctx.summary.update(evaluated=who, problems_from=_problems_tag(cfg), problems=len(runnable),
-                           reference_broken=len(broken), timed=ctx.timed,
+                           reference_broken=len(broken), timed=ctx.timed, compared_to_torch_compile=compiled,
                            **{k: round(v, 3) for k, v in summary.metrics.items() if "/" not in k or
                               k.startswith(("accuracy/", "pass_at_", "avg_at_")) or k in HEADLINE},
                            metrics={k: round(v, 4) for k, v in metrics.items()})
@@ -152,7 +154,8 @@ def _problems(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None) -> l
             return problem
         except AnalysisError:  # hints without sizes: its judgements take memory_limit_mb until its reference ran
             return problem.model_copy(update={"hints": hints})
-        sizes = {k: export[k] for k in ("input_bytes", "output_bytes", "weight_bytes") if isinstance(export.get(k), int)}
+        sizes = {k: export[k] for k in ("input_bytes", "output_bytes", "weight_bytes")
+                 if isinstance(export.get(k), int)}
         return problem.model_copy(update={"hints": hints, "measures": {**problem.measures, **sizes}})
 
     with progress_bar("shape hints (sandboxed)", len(found)) as advance, \
@@ -189,7 +192,7 @@ def _scaled_down(ctx: StageContext, problems: list[Problem], budget_bytes: int) 
 
 
 def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalSummary, problems: list[Problem],
-                          broken: dict[str, str]) -> None:
+                          broken: dict[str, str], compiled: bool) -> None:
     """problems.parquet (one row per problem and sample, the left-out problems with their reason), and plots:
     accuracy by turn and fast_p against p, per level."""
     import pyarrow as pa
@@ -230,7 +233,7 @@ def _log_tables_and_plots(ctx: StageContext, cfg: EvaluateConfig, summary: EvalS
     if not ctx.timed:  # correctness only: no fast_p beyond fast_0 to plot
         return
     fig = line_chart({f"{label(pre)} vs {base}": [(p, m[f"{pre}fast_{p:g}/{base}/turn_1"]) for p in FAST_P]
-                      for pre in prefixes for base in ("eager", "compile")},
+                      for pre in prefixes for base in (("eager", "compile") if compiled else ("eager",))},
                      "fast_p against p (turn 1)", "p (speedup threshold)", "fast_p")
     ctx.mlflow.log_figure(fig, "fast_p.png")
     close(fig)

@@ -119,3 +119,7 @@ def test_evaluation_metrics_by_turn_pass_at_k_avg_at_k_and_the_verdict_mix():
     assert m["category/turn_1/wrong_output"] == 0.25 and m["category/turn_1/illegal"] == 0.25
     assert m["category/turn_1/compile_error"] == 0.25 and m["category/turn_1/pass"] == 0.25
     assert m["faster_rate"] == pytest.approx(2 / 4)    # first passes above 1.1x eager: 2.0 and 1.6
+    # torch.compile not timed (the cpu backend): its metrics are left out, never read as "not faster"
+    without = evaluation_metrics(outcomes, max_turns=3, samples=2, pass_k=[1], compiled=False)
+    assert not [k for k in without if "compile" in k.replace("compile_error", "")]
+    assert without["fast_1.5/eager"] == 0.5 and "speedup/geomean_eager" in without

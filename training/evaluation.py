@@ -21,10 +21,12 @@ class EvalSummary:
 
 def evaluate_policy(policy: RolloutEngine | ChatPolicy, verify: VerifyBatch, problems: list[Problem],
                     config: EvaluateConfig, backend: str, seed: int,
-                    on_progress: Callable[[str, int], None] | None = None, timed: bool = True) -> EvalSummary:
+                    on_progress: Callable[[str, int], None] | None = None, timed: bool = True,
+                    compiled: bool = True) -> EvalSummary:
     """Every sample gets up to `max_turns` turns with feedback; accuracy at turn t counts passes by turn t.
     `policy`: a trained policy's sampling engine, or a text policy (an endpoint, a teacher). `timed`: whether
-    the verifier timed the passes (without, the metrics leave speed out rather than report none faster)."""
+    the verifier timed the passes (without, the metrics leave speed out rather than report none faster);
+    `compiled`: whether it timed torch.compile too (without, the metrics leave that baseline out)."""
     if hasattr(policy, "complete"):
         rollouts = chat_rollouts(policy, verify, problems, config.samples_per_problem, config.max_turns,
                                  config.generation, backend, seed, origin="evaluate")
@@ -32,10 +34,11 @@ def evaluate_policy(policy: RolloutEngine | ChatPolicy, verify: VerifyBatch, pro
         rollouts = multi_turn_rollouts(policy, verify, problems, config.samples_per_problem, config.max_turns,
                                        config.generation, backend, seed, origin="evaluate", gate=None,
                                        on_progress=on_progress)
-    return summarize_evaluation(rollouts, config, timed)
+    return summarize_evaluation(rollouts, config, timed, compiled)
 
 
-def summarize_evaluation(rollouts: list[Rollout], config: EvaluateConfig, timed: bool = True) -> EvalSummary:
+def summarize_evaluation(rollouts: list[Rollout], config: EvaluateConfig, timed: bool = True,
+                         compiled: bool = True) -> EvalSummary:
     """The rows and metrics of judged rollouts (`evaluate_policy`'s, or those of the problems left after some
     were left out), overall and per KernelBench level."""
     rows = [{"problem_id": r.problem.id, "sample": r.index, "turn": t + 1, "candidate_id": turn.candidate.id,
@@ -44,12 +47,12 @@ def summarize_evaluation(rollouts: list[Rollout], config: EvaluateConfig, timed:
             for r in rollouts for t, turn in enumerate(r.turns)]
     outcomes = [Outcome(r.problem.id, level_of(r.problem), [t.verdict for t in r.turns]) for r in rollouts]
     metrics = evaluation_metrics(outcomes, config.max_turns, config.samples_per_problem, config.pass_k,
-                                 config.faster_threshold, timed)
+                                 config.faster_threshold, timed, compiled)
     for level in sorted({o.level for o in outcomes if o.level}):  # KernelBench problems: per level too
         mine = [o for o in outcomes if o.level == level]
         metrics.update({f"{level}/{k}": v for k, v in evaluation_metrics(
             mine, config.max_turns, config.samples_per_problem, config.pass_k, config.faster_threshold,
-            timed).items()})
+            timed, compiled).items()})
     return EvalSummary(rows, metrics, rollouts)
 
 
@@ -76,7 +79,7 @@ def level_of(problem: Problem) -> str | None:
 
 
 def evaluation_metrics(outcomes: list[Outcome], max_turns: int, samples: int, pass_k: list[int],
-                       faster_threshold: float = 1.1, timed: bool = True) -> dict[str, float]:
+                       faster_threshold: float = 1.1, timed: bool = True, compiled: bool = True) -> dict[str, float]:
     """Every number of the KernelBench protocol, over samples (problem x sample):
 
     - `accuracy/turn_<t>`: passed by turn t with the verifier's feedback (LEAP's per-turn accuracy);
@@ -89,14 +92,16 @@ def evaluation_metrics(outcomes: list[Outcome], max_turns: int, samples: int, pa
     - `turns_per_pass`, `faster_rate` (first pass faster than eager by `faster_threshold`), and
       `category/turn_1/<category>`: the first-turn verdict mix.
 
-    Untimed (`timed=False`: the verifier judged correctness only) leaves out every speed metric but fast_0."""
+    Untimed (`timed=False`: the verifier judged correctness only) leaves out every speed metric but fast_0;
+    without torch.compile timed (`compiled=False`: the cpu backend, verifier.compare_torch_compile off), every
+    `compile` metric is left out rather than read as "never faster than torch.compile"."""
     n = max(len(outcomes), 1)
     metrics: dict[str, float] = {}
     for t in range(1, max_turns + 1):
         metrics[f"accuracy/turn_{t}"] = sum(0 < o.passed_turn <= t for o in outcomes) / n
     final = [o.verdicts[o.passed_turn - 1] if o.passed_turn else None for o in outcomes]
     first = [o.verdicts[0] if o.verdicts and o.verdicts[0].passed else None for o in outcomes]
-    for baseline in ("eager", "compile"):
+    for baseline in ("eager", "compile") if compiled else ("eager",):
         for p in FAST_P if timed else FAST_P[:1]:
             name = f"fast_{p:g}/{baseline}"
             metrics[name] = fast_p(final, p, baseline)
