@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from abc import ABC, abstractmethod
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -329,9 +329,10 @@ class LocalVerifierPool(VerifierPool):
         return self.judge.reference_ran(problem_id)
 
     def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]:
-        futures = [self._executor.submit(reference_error, self.judge, p) for p in problems]
-        for problem, future in zip(problems, futures):
-            yield problem.id, future.result()
+        # as each ends, not in order: a progress bar held by one slow check would say nothing of the rest
+        futures = {self._executor.submit(reference_error, self.judge, p): p for p in problems}
+        for future in as_completed(futures):
+            yield futures[future].id, future.result()
 
     def _completed(self, handles: list[Future]) -> Iterator[Verdict | ReferenceBroken]:
         pending = set(handles)
