@@ -395,7 +395,7 @@ def test_closing_a_factory_leaves_no_spare_being_started(tmp_path):
 
 def test_a_large_share_that_has_waited_long_goes_before_small_ones_asked_for_after_it(monkeypatch):
     """Small shares that keep fitting beside the running ones would never leave a large one room (a 16 GB
-    reference check waited six minutes behind 5 GB ones on a 20 GB budget): once it has waited STARVING_S,
+    reference check waited 7 minutes behind 5 GB ones on a 20 GB budget): once it has waited STARVING_S,
     later ones wait behind it; before that they may pass."""
     import threading
 

@@ -93,9 +93,10 @@ class ReferenceAnalyser:
 
     def scaled_down(self, problem: Problem, budget_bytes: int) -> Problem:
         """The problem with its sizes (operators.imports.size_constants) halved in a sandbox until its inputs,
-        outputs and weights take at most `budget_bytes`; its `scale` (how many times smaller) and the sizes it changed
-        (`measures["scaled_sizes"]`) recorded. Unchanged when it already fits. The sandbox only names new values
-        for the problem's own sizes, each no larger than before: the source is rewritten here."""
+        outputs and weights take at most `budget_bytes`; its `scale` (how many times smaller) and the sizes it
+        changed (`measures["scaled_sizes"]`) recorded. Unchanged when it already fits; AnalysisError when it does
+        not and none of its sizes can be halved. The sandbox only names new values for the problem's own sizes,
+        each no larger than before: the source is rewritten here."""
         from operators.imports import size_constants, with_size_constants
 
         what = f"scaling problem {problem.name or problem.id}"

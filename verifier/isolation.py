@@ -392,7 +392,7 @@ class MemoryBudget:
     sandbox that killed runs again alone). One per process and capacity (`shared`): every judge of a process
     draws on the same machine. Fair to large shares: once one has waited STARVING_S, those asked for after it
     wait behind it (otherwise small shares that keep fitting beside the running ones never leave it room: a
-    16 GB reference check waited six minutes behind 5 GB ones on a 20 GB budget)."""
+    16 GB reference check waited 7 minutes behind 5 GB ones on a 20 GB budget)."""
 
     _shared: dict[int, "MemoryBudget"] = {}
     _shared_lock = threading.Lock()
