@@ -898,7 +898,10 @@ def _wait_for_the_device_under_a_heartbeat(cfg, verifier_cache, devices, verdict
             [flight] = in_flight()
             assert flight.judgement.startswith("sigmoid_scale (") and flight.now.startswith("waiting for the device")
             line = pool.activity()
-            assert "1 in flight, 1 waiting: sigmoid_scale" in line and "memory promised (sandboxes, the judge's copies)" in line, line
+            assert "1 in flight, 1 waiting: sigmoid_scale" in line, line
+            assert "memory promised (sandboxes, the judge's copies)" in line and "judge resident" in line, line
+            resident = float(line.split("judge resident ")[1].split(" GB")[0])
+            assert 0.1 < resident < 24, line  # this process: torch, the pool, its kept tensors
             time.sleep(0.5)  # the heartbeat speaks at least once meanwhile
         worker.join(120)
 

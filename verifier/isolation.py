@@ -369,6 +369,15 @@ def host_memory_mb() -> int:
     return total
 
 
+def memory_now_mb() -> tuple[int, int]:
+    """(this process's resident memory, the machine's available memory) in MB, from /proc: for a heartbeat."""
+    with open("/proc/self/status") as f:
+        resident = next((int(line.split()[1]) >> 10 for line in f if line.startswith("VmRSS:")), 0)
+    with open("/proc/meminfo") as f:
+        available = next((int(line.split()[1]) >> 10 for line in f if line.startswith("MemAvailable:")), 0)
+    return resident, available
+
+
 SANDBOX_MEMORY_SHARE = 0.85  # of host_memory_mb by default: the rest is the judge's (kept trials, messages) and the OS's
 
 
@@ -381,6 +390,8 @@ def sandbox_memory_mb(configured: int, memory_limit_mb: int) -> int:
 
 
 STARVING_S = 30.0  # a share that has waited this long for room goes before every share asked for after it
+ALONE_PATIENCE_S = 300.0  # a judgement waiting to run alone lets later ones start for this long (the rest of its
+# batch runs meanwhile, and the machine empties when the batch does); after it, none starts before it
 
 
 class MemoryBudget:
@@ -402,7 +413,7 @@ class MemoryBudget:
         self.used_mb = 0
         self.peak_mb = 0
         self._held: dict[int, _Hold] = {}  # thread id -> its judgement's hold
-        self._alone_waiting = 0  # judgements waiting to run alone: the others wait behind them
+        self._alone_since: dict[int, float] = {}  # ticket -> when a judgement began to wait to run alone
         self._waiting: dict[int, float] = {}  # ticket (in order of asking) -> when its share began to wait
         self._tickets = itertools.count()
         self._changed = threading.Condition()
@@ -417,7 +428,7 @@ class MemoryBudget:
         `judge_mb`: what the judge itself holds for the judgement meanwhile (a full-size trial loaded, the inputs
         it hands the candidate, the outputs it reads back: 2 x 12.8 GB for a KernelBench level-1 problem), taken
         beside the sandboxes' share and never a sandbox's limit. `alone`: the whole budget, once every judgement
-        running has ended; none starts while it waits."""
+        running has ended; later ones may start while it waits, for ALONE_PATIENCE_S, then none does."""
         thread = threading.get_ident()
         with self._changed:
             held = self._held.get(thread)
@@ -425,19 +436,21 @@ class MemoryBudget:
                 sandbox_mb = self.capacity_mb if alone else min(memory_mb, self.capacity_mb)
                 memory_mb = self.capacity_mb if alone else min(memory_mb + max(0, judge_mb), self.capacity_mb)
                 if alone:
-                    self._alone_waiting += 1
+                    ticket = next(self._tickets)
+                    self._alone_since[ticket] = time.monotonic()
                     try:
                         with doing("waiting for memory (all of it, alone)"):
                             self._changed.wait_for(lambda: self.used_mb == 0)
                     finally:
-                        self._alone_waiting -= 1
+                        del self._alone_since[ticket]
                 else:
                     ticket = next(self._tickets)
                     self._waiting[ticket] = time.monotonic()
                     try:
                         with doing(f"waiting for memory ({memory_mb} MB)"):
                             self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb
-                                                   and not self._alone_waiting and not self._starving_before(ticket))
+                                                   and not self._alone_impatient()
+                                                   and not self._starving_before(ticket))
                     finally:
                         del self._waiting[ticket]
                         self._changed.notify_all()  # those behind it, if it was starving, may go now
@@ -449,6 +462,14 @@ class MemoryBudget:
                         hold.accompanied = True
             held.sandboxes += 1
         return MemoryReservation(self, thread, held)
+
+    def _alone_impatient(self) -> bool:
+        """Whether a judgement has waited ALONE_PATIENCE_S to run alone: none starts before it now (under
+        _changed). Until then later ones start: holding the whole machine back for it mid-batch (waiting for
+        every judgement running to end, none starting) idled it behind the slowest, once per judgement made
+        again alone — on a GPU box, behind minutes-long KernelBench references."""
+        now = time.monotonic()
+        return any(now - since >= ALONE_PATIENCE_S for since in self._alone_since.values())
 
     def _starving_before(self, ticket: int) -> bool:
         """Whether a share asked for before `ticket` has waited STARVING_S already (under _changed)."""

@@ -22,6 +22,7 @@ import torch
 from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, content_hash
 from verifier.activity import describe, in_flight
+from verifier.isolation import memory_now_mb
 from verifier.judge import Devices, Judge
 from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
@@ -319,6 +320,10 @@ class LocalVerifierPool(VerifierPool):
         line = describe(in_flight())
         line += f"; memory promised (sandboxes, the judge's copies) {budget.used_mb / 1024:.1f} of " \
                 f"{budget.capacity_mb / 1024:.1f} GB"
+        resident, available = memory_now_mb()  # the judge's own memory is what no sandbox limit bounds
+        kept = self.judge.kept_memory.used_bytes / 2**30
+        line += f"; judge resident {resident / 1024:.1f} GB (kept tensors {kept:.1f} GB), machine available " \
+                f"{available / 1024:.1f} GB"
         if stopped := self.judge.sandboxes.stopped():
             line += f"; {stopped} sandboxes stopped while a timing holds their device"
         if holders := self.devices.lock_holders():  # another process's hold keeps a timing here waiting
