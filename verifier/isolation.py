@@ -452,8 +452,8 @@ class MemoryBudget:
                                                    and not self._alone_impatient()
                                                    and not self._starving_before(ticket))
                     finally:
-                        del self._waiting[ticket]
-                        self._changed.notify_all()  # those behind it, if it was starving, may go now
+                        if time.monotonic() - self._waiting.pop(ticket) >= STARVING_S:
+                            self._changed.notify_all()  # it was starving: those behind it may go now
                 self.used_mb += memory_mb
                 self.peak_mb = max(self.peak_mb, self.used_mb)
                 held = self._held[thread] = _Hold(memory_mb, sandbox_mb)

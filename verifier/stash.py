@@ -99,7 +99,7 @@ class TensorStash:
                     and (self._allowance is None or self._allowance.take(host)):  # memory_bytes 0: every entry a file
                 self._in_memory[index] = values
                 self._bytes_in_memory += size
-                self._host_bytes_taken += host if self._allowance is not None else 0
+                self._host_bytes_taken += host
                 return index
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
