@@ -134,14 +134,14 @@ class StageContext:
             self._analyser = ReferenceAnalyser(self.config.verifier, self.verifier_cache)
         return self._analyser
 
-    def references_broken(self, problems: list[Problem]) -> dict[str, str]:
+    def references_broken(self, problems: list[Problem], keep: bool = True) -> dict[str, str]:
         """Problem id -> why its reference cannot run here, for each such problem: each is logged and kept in the
         summary (`left_out`), and the caller leaves it out. A broken reference is the problem's fault, never the
         policy's: it is not judged against, and it does not end the stage."""
         before, started = self.pool.reference_cost(), time.perf_counter()
         with progress_bar("references (sandboxed)", len(problems)) as advance, \
                 heartbeat(self.pool, "references (sandboxed)", len(problems)) as beat:
-            broken = self.pool.check_references(problems, on_checked=lambda _: (advance(1), beat(1)))
+            broken = self.pool.check_references(problems, on_checked=lambda _: (advance(1), beat(1)), keep=keep)
         self._note_reference_cost(len(problems), before, time.perf_counter() - started)
         for problem in problems:
             if problem.id in broken:

@@ -64,7 +64,9 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         # long before the candidates came when every reference was checked first: each ran twice), so only those
         # no candidate reached (compile errors, refusals) run now, and which problems are left out does not
         # depend on the policy. A reference that broke while judged, or fails its check, is left out, not scored.
-        broken = {**ctx.pool.broken, **ctx.references_broken([p for p in problems if p.id not in ctx.pool.broken])}
+        # No verdict follows these checks: their trials keep nothing, and their bytes never leave the sandboxes.
+        broken = {**ctx.pool.broken, **ctx.references_broken([p for p in problems if p.id not in ctx.pool.broken],
+                                                             keep=False)}
         runnable = [p for p in problems if p.id not in broken]
         if not runnable:
             hint = " (KernelBench at full size needs tens of GB a problem: on the cpu backend, scale it down with " \

@@ -151,3 +151,28 @@ def test_a_reference_that_forges_its_replies_is_its_problems_failure_not_the_sta
     with pytest.raises(ReferenceError, match="forging_reference"):
         judge.verify(forged, candidate("good", good()))
     assert sandbox_processes() == []
+
+
+FORGING_LAYOUT = FORGING_REFERENCE.replace(
+    'torch.save(("trial_out", torch.ones(3), {}), blob)  # a tensor where the trial\'s number goes',
+    'torch.save(("trial_out", 0, {"inputs": [{"dtype": "float32", "shape": [1 << 40], "stride": [1], "offset": 0}], '
+    '"expected": [], "forward_seconds": 0.1}), blob)  # a terabyte described, nothing written')
+
+
+@pytest.mark.parametrize("forger", ["number", "layout"])
+def test_a_check_that_keeps_nothing_refuses_a_forged_reply_as_its_problems_failure(tmp_path, forger):
+    """An evaluation's checks after its verdicts keep nothing and move no bytes (check_reference(keep=False)): the
+    judge reads the trial's descriptions alone. A reference that forges its reply — a tensor for the trial's
+    number, or a terabyte of inputs described — loses its problem (ReferenceError), as in a kept check. One
+    trial: the forged reply is the only one the judge reads."""
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.trials=1",
+                             "verifier.run_timeout_s=10"]).verifier
+    source = FORGING_REFERENCE if forger == "number" else FORGING_LAYOUT
+    assert source.count("torch.save(") == 1 and ("1 << 40" in source) == (forger == "layout")
+    forged = Problem(id=Problem.make_id(source), source="test", reference=source, name=f"forging_{forger}")
+    with Judge(cfg, tmp_path / "cache") as judge:
+        with pytest.raises(ReferenceError, match=f"forging_{forger}: unreadable reference output"
+                           if forger == "layout" else f"forging_{forger}"):
+            judge.check_reference(forged, keep=False)
+        assert not judge.reference_ran(forged.id)
+    assert sandbox_processes() == []

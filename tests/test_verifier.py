@@ -336,6 +336,27 @@ def test_a_reference_that_ran_is_remembered_by_the_next_pool_and_a_broken_one_ch
         assert [key[0] for key in pool.judge._references] == [good.id]
 
 
+def test_a_check_that_keeps_nothing_runs_every_trial_and_keeps_no_byte(tmp_path):
+    """An evaluation checks the references no candidate reached after judging: no verdict follows, so the check
+    keeps nothing (`keep=False`) and the trials' bytes never leave their sandboxes (at full size most of a
+    reference's minutes). It still runs every trial on the judge's seeds — a reference that fails only in its
+    second trial is found — and it is remembered like a kept check: the next pool runs it no more."""
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=3"]).verifier
+    good = problem()
+    second = REFERENCE.replace("import torch.nn as nn\n", "import torch.nn as nn\nCALLS = []\n").replace(
+        "        return torch.sigmoid", "        CALLS.append(1)\n        if len(CALLS) == 2:\n"
+        "            raise RuntimeError('broken in its second trial')\n        return torch.sigmoid")
+    fails_second = Problem(id=Problem.make_id(second), source="test", reference=second, name="fails_second")
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        broken = pool.check_references([good, fails_second], keep=False)
+        assert set(broken) == {fails_second.id} and "broken in its second trial" in broken[fails_second.id]
+        assert pool.judge._references == {} and pool.judge.reference_ran(good.id)
+        assert pool.reference_cost()["references"] == 1  # the good one's run (a failed run counts nowhere)
+    with LocalVerifierPool(cfg, tmp_path) as pool:  # the broken one is checked again, the good one not run
+        assert set(pool.check_references([good, fails_second], keep=False)) == {fails_second.id}
+        assert pool.reference_cost().get("references", 0) == 0
+
+
 def test_a_reference_check_cut_short_keeps_the_references_that_ran(tmp_path):
     """KernelBench at full size: checking 200 references outlasts a call's limit. Each is remembered as soon as it
     ran, so the check started over runs only the rest; every problem is counted once (the progress bar)."""
@@ -596,6 +617,61 @@ def test_a_reference_waits_for_the_device_while_another_judgement_is_timed_on_it
         assert [v.category for v in verdicts] == [V.passed], [v.detail for v in verdicts]
     finally:
         judge.close()
+
+
+@pytest.mark.parametrize("whose", ["reference", "candidate"])
+def test_a_timing_waits_for_one_trial_not_for_all_of_them(verifier_cache, whose):
+    """A sandbox's trials hold the device one at a time (a reference's start too): a timing waits for the trial
+    in flight, never for the rest. A full-size KernelBench reference runs for minutes, most of them the judge
+    reading and keeping what its trials wrote (a candidate's: the judge writing its inputs, reading and comparing
+    its outputs); held whole, it kept every timing on the device waiting — and, behind the waiting timing, every
+    trial. Here each of 4 trials sleeps 1 s in its forward; the test asks for the device while they run: it gets
+    it with trials still to run, and while it holds it the trials wait for the device instead of running."""
+    import threading
+
+    from verifier.activity import in_flight
+    from verifier.judge import Devices
+
+    sleep = "import time\n        time.sleep(1.0)\n        "
+    slow_source = REFERENCE.replace("        return torch.sigmoid", "        " + sleep + "return torch.sigmoid")
+    slow = Problem(id=Problem.make_id(slow_source), source="test", reference=slow_source, name="sleepy_reference")
+    cfg = load_config(None, ["verifier.run_timeout_s=20", "verifier.use_cache=false", "verifier.trials=4",
+                             "verifier.spare_sandboxes=0", "verifier.timed=false"]).verifier
+    devices = Devices([0], exclusive_timing=True)
+    done, errors = [], []
+    with Judge(cfg, verifier_cache) as judge:
+        if whose == "reference":
+            work, busy = lambda: judge.check_reference(slow, devices=devices), "running the reference's trials"
+        else:
+            judge.reference(problem(), 0, devices)
+            sleepy = with_forward(sleep + "return mod.fwd(x, self.w)")
+            work, busy = lambda: judge.verify(problem(), candidate("sleepy", sleepy), devices), "the candidate's trials"
+
+        def run():
+            try:
+                done.append(work())
+            except BaseException as exc:  # noqa: BLE001 - the assertion below shows it
+                errors.append(exc)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        deadline = time.monotonic() + 60
+        while not any(f.now == busy for f in in_flight()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)  # inside its trials now (a sandbox starts in ~1 s here)
+        asked = time.monotonic()
+        with devices.timing(0):
+            waited = time.monotonic() - asked
+            assert not errors, errors
+            assert not done and worker.is_alive(), f"the timing waited for all the {whose}'s trials"
+            assert waited < 3.0, waited
+            time.sleep(1.5)  # a trial in flight when the timing took the device would have ended by now
+            [flight] = in_flight()
+            assert flight.now.startswith("waiting for the device"), flight
+        worker.join(60)
+    assert not errors and len(done) == 1, errors
+    if whose == "candidate":
+        assert done[0].category == V.passed, done[0].detail
 
 
 def test_an_untimed_verdict_in_the_cache_does_not_answer_for_a_timed_judgement(verifier_cache, tmp_path):

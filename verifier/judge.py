@@ -23,7 +23,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +42,8 @@ from verifier.isolation import Cgroups, host_memory_mb, remove_dead_judges_direc
 from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
                                 cpu_accounting, quote)
 from verifier.stash import STASH_MEMORY_BYTES, MemoryAllowance, TensorStash, digest, private_directory
-from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, describe, nbytes_of, read_tensors, same_bytes,
-                               write_tensors)
+from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, check_descriptions, describe, nbytes_of,
+                               read_tensors, same_bytes, write_tensors)
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
 
 log = logging.getLogger("kerneldojo.verifier")
@@ -473,11 +473,21 @@ class Judge:
             outgrown = {"estimates outgrown": self.estimates_outgrown} if self.estimates_outgrown else {}
             return {**self._reference_cost, **outgrown}
 
-    def check_reference(self, problem: Problem, device_index: int = 0) -> None:
+    def check_reference(self, problem: Problem, device_index: int = 0, devices: Devices | None = None,
+                        keep: bool = True) -> None:
         """Run the problem's reference (raises ReferenceError if it cannot run here); its trials are then kept
-        like a verdict's, within verifier.kept_problems and kept_gb, for the verdicts that follow."""
+        like a verdict's, within verifier.kept_problems and kept_gb, for the verdicts that follow. With
+        `devices`, its trials use the device as a verdict's reference's do (never beside a timing there).
+        `keep=False` (no verdict follows: an evaluation checks after judging) keeps nothing: the trials run on
+        the judge's seeds and describe their outputs, whose bytes never leave the sandbox."""
         with doing(f"{problem.name or problem.id} (its reference's check)"):
-            self._starved_retried(lambda: self.reference(problem, device_index), problem)
+            if keep:
+                self._starved_retried(lambda: self.reference(problem, device_index, devices), problem)
+                return
+            with _reference_replies(problem), doing("running the reference's trials (kept nowhere)"):
+                self._starved_retried(lambda: self._run_reference_unkept(problem, device_index, devices), problem)
+            with self._lock:
+                self._ran.add(problem.id)
 
     def judgement_memory_mb(self, problem: Problem) -> int | None:
         """The share of sandbox memory a judgement of `problem` takes (verifier.memory_admission: reference): from
@@ -530,14 +540,13 @@ class Judge:
         is the candidate's doing, a runtime error of its own."""
         with self.sandboxes.reserve(alone=True), self._keeping(problem.id), \
                 doing("judged again alone: the reference failed beside it"):
-            with devices.trials(device_index):  # the device's, as any reference's trials (_dynamic)
-                fresh = self._run_reference(problem, device_index)  # not kept: candidates' stays as it is
-                try:
-                    for trial in fresh.trials:
-                        if trial.entry is None:
-                            fresh.remake(trial)
-                finally:
-                    fresh.close()
+            fresh = self._run_reference(problem, device_index, devices)  # not kept: candidates' stays as it is
+            try:
+                for trial in fresh.trials:
+                    if trial.entry is None:
+                        fresh.remake(trial)
+            finally:
+                fresh.close()
             if self.config.timed:
                 self.baseline(problem, device_index, devices=devices)
                 if self.device == "cuda" and self.config.compare_torch_compile:
@@ -655,12 +664,14 @@ class Judge:
         return None
 
     # -- the reference: run once per problem and device, in its own sandbox ------------------
-    def reference(self, problem: Problem, device_index: int = 0) -> _Reference:
+    def reference(self, problem: Problem, device_index: int = 0, devices: Devices | None = None) -> _Reference:
+        """The problem's reference on this device: run once (`_run_reference`), then kept for the verdicts that
+        follow while it fits (verifier.kept_problems, kept_gb). The caller must not hold the device's trials."""
         key = (problem.id, device_index)
         with waiting_for("this problem's reference (another judgement runs it)", self._once(("reference", *key))):
             if key not in self._references:
                 with _reference_replies(problem), doing("running the reference's trials"):
-                    self._references[key] = self._run_reference(problem, device_index)
+                    self._references[key] = self._run_reference(problem, device_index, devices)
                 with self._lock:
                     self._ran.add(problem.id)
             return self._references[key]
@@ -687,15 +698,20 @@ class Judge:
     def _device_str(self, device_index: int) -> str:
         return "cuda" if self.device == "cuda" else "cpu"  # a cuda sandbox sees only its own GPU
 
-    def _reference_trial(self, box: Sandbox, problem: Problem, index: int, cost: Counter | None = None) \
+    def _reference_trial(self, box: Sandbox, problem: Problem, index: int, cost: Counter | None = None,
+                         on_device: Callable[[], AbstractContextManager] = nullcontext, layout_only: bool = False) \
             -> tuple[list[Any], list[torch.Tensor], float | None, list[float | None]]:
         """One reference trial: its inputs, its expected outputs, its forward's seconds by the sandbox's clock
         (None when the sandbox sent no believable number) and its outputs' reassociation scales (None each where
         the sandbox sent none believable). `cost`: seconds added per phase, the sandbox's by its own clock (a
-        diagnosis of a slow reference, never believed for a limit), and the judge's read of the trial's file."""
+        diagnosis of a slow reference, never believed for a limit), and the judge's read of the trial's file.
+        `on_device()` is held while the sandbox works (inputs drawn, the forward, outputs written), not while
+        the judge reads and keeps what it wrote. `layout_only`: the sandbox writes nothing and the judge checks
+        the trial's descriptions alone (inputs and outputs come back empty)."""
         seed = trial_seed(problem.id, index, self.base_seed)
-        box.send(("trial", index, seed))
-        msg = box.receive(self.config.run_timeout_s)
+        with on_device():
+            box.send(("trial", index, seed, "layout") if layout_only else ("trial", index, seed))
+            msg = box.receive(self.config.run_timeout_s)
         read_from = time.perf_counter()
         if msg is None or msg[0] != "trial_out" or len(msg) != 3 or type(msg[1]) is not int or msg[1] != index \
                 or not isinstance(msg[2], dict):
@@ -703,11 +719,15 @@ class Judge:
                                  f"{_reference_failure(msg, box)}")
         metas = msg[2]
         try:
-            values = _consume(box.home.io_out / "trial.bin", [*metas["inputs"], *metas["expected"]],
+            if layout_only:
+                values = []
+                check_descriptions([*metas["inputs"], *metas["expected"]], self.config.memory_limit_mb << 20)
+            else:
+                values = _consume(box.home.io_out / "trial.bin", [*metas["inputs"], *metas["expected"]],
                                   self.config.memory_limit_mb << 20)
         except (TamperedData, KeyError, TypeError, OSError) as exc:
             raise ReferenceError(f"problem {problem.name or problem.id}: unreadable reference output ({exc})") from exc
-        n = len(metas["inputs"])
+        n = len(metas["inputs"]) if values else 0
         seconds = metas.get("forward_seconds")
         believable = isinstance(seconds, float) and math.isfinite(seconds) and seconds >= 0
         if cost is not None:
@@ -724,12 +744,17 @@ class Judge:
             scales = [None] * (len(values) - n)
         return values[:n], values[n:], seconds if believable else None, scales
 
-    def _run_reference(self, problem: Problem, device_index: int) -> _Reference:
+    def _run_reference(self, problem: Problem, device_index: int, devices: Devices | None = None) -> _Reference:
         """The reference's trials, one at a time: each trial's tensors go to the stash (kept in memory while
-        small, on disk otherwise) before the next is made."""
+        small, on disk otherwise) before the next is made. With `devices`, its sandbox's start and each of its
+        trials hold the device as a candidate's trials do (never beside a timing there) — each on its own: a
+        full-size reference's minutes are mostly the judge reading and keeping what a trial wrote, and a timing
+        that waited for the whole reference held back every trial on the device behind it."""
         device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
+        on_device = _device_trials(devices, device_index)
         started = time.perf_counter()
-        box, init_inputs = self._reference_box(problem, device_index)
+        with on_device():
+            box, init_inputs = self._reference_box(problem, device_index)
         cost = Counter({"start": time.perf_counter() - started})
         elapsed: list[float] = []
         forwards: list[float | None] = []
@@ -739,7 +764,7 @@ class Judge:
             trials = []
             for index in range(self.config.trials):
                 start = time.perf_counter()
-                inputs, expected, forward, trial_scales = self._reference_trial(box, problem, index, cost)
+                inputs, expected, forward, trial_scales = self._reference_trial(box, problem, index, cost, on_device)
                 forwards.append(forward)
                 scales = trial_scales if index == 0 else [
                     None if a is None or b is None else max(a, b) for a, b in zip(scales, trial_scales)]
@@ -769,7 +794,7 @@ class Judge:
             # the timing sets: made by the eager baseline, as many as it times, each a file that sandboxes read
             reference = _Reference(init_inputs, trials, stash, device, slowest, forward, self._stash(memory_bytes=0),
                                    input_bytes, output_bytes,
-                                   remake=lambda trial: self._remade_trial(problem, device_index, trial),
+                                   remake=lambda trial: self._remade_trial(problem, device_index, trial, devices),
                                    cold_start_seconds=max(0.0, elapsed[0] - slowest), output_scales=scales)
         except BaseException:
             stash.close()
@@ -779,28 +804,56 @@ class Judge:
             peak = box.peak_memory_bytes() if self.config.memory_admission == "reference" and box.home.cgroups \
                 else None
             box.close()
-        reference.cost_seconds = {**cost, "total": time.perf_counter() - started}
         if peak is not None:  # measured beats the guess from sizes; the largest of its runs here
             with self._lock:
                 self._estimates[problem.id] = max(self._estimates.get(problem.id, 0),
                                                   memory_estimate_mb(peak, self.config.memory_limit_mb))
-        total = reference.cost_seconds["total"]
-        with self._lock:
-            self._reference_cost.update({**cost, "total": total, "references": 1})
-        log.log(logging.INFO if total >= SLOW_REFERENCE_S else logging.DEBUG,
-                "reference %s: %d trials of %.2f GB in %.1f s (%s)", problem.name or problem.id, len(trials),
-                (input_bytes + output_bytes) / 1e9, total,
-                ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in cost.most_common()))
+        reference.cost_seconds = self._counted_reference_cost(
+            problem, cost, started, f"{len(trials)} trials of {(input_bytes + output_bytes) / 1e9:.2f} GB")
         return reference
 
-    def _remade_trial(self, problem: Problem, device_index: int, trial: _Trial) -> list[Any]:
+    def _run_reference_unkept(self, problem: Problem, device_index: int, devices: Devices | None = None) -> None:
+        """The reference's trials where nothing is kept (`check_reference(keep=False)`): each runs on the judge's
+        seeds, as a verdict's would, and describes its inputs and outputs, which the judge checks; no byte is
+        written or read. At full size that is most of a reference's minutes (a 13 GB level-1 reference on the
+        H200: 94 s, of which 60 s were its trials' bytes written, read and kept). Its memory is not an estimate
+        for later judgements (no trial files in its sandbox)."""
+        on_device = _device_trials(devices, device_index)
+        started = time.perf_counter()
+        with on_device():
+            box, _ = self._reference_box(problem, device_index)
+        cost = Counter({"start": time.perf_counter() - started})
+        try:
+            for index in range(self.config.trials):
+                self._reference_trial(box, problem, index, cost, on_device, layout_only=True)
+        finally:
+            box.close()
+        self._counted_reference_cost(problem, cost, started, f"{self.config.trials} trials (kept nowhere)")
+
+    def _counted_reference_cost(self, problem: Problem, cost: Counter, started: float, what: str) \
+            -> dict[str, float]:
+        """A reference run's seconds per phase and in all, added to the judge's account (reference_cost) and
+        logged at INFO when the run was slow."""
+        total = time.perf_counter() - started
+        with self._lock:
+            self._reference_cost.update({**cost, "total": total, "references": 1})
+        log.log(logging.INFO if total >= SLOW_REFERENCE_S else logging.DEBUG, "reference %s: %s in %.1f s (%s)",
+                problem.name or problem.id, what, total,
+                ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in cost.most_common()))
+        return {**cost, "total": total}
+
+    def _remade_trial(self, problem: Problem, device_index: int, trial: _Trial, devices: Devices | None = None) \
+            -> list[Any]:
         """A trial the judge did not keep, made again by a fresh reference sandbox: [*inputs, *expected] (host).
         Its outputs must match what the trial gave the first time (a sample of them, within the tolerance: GPU
-        references may sum in a different order each run), or the reference cannot be judged against."""
+        references may sum in a different order each run), or the reference cannot be judged against. With
+        `devices`, the sandbox's start and its trial hold the device (the caller must not)."""
         started = time.perf_counter()
-        box, _ = self._reference_box(problem, device_index)
+        on_device = _device_trials(devices, device_index)
+        with on_device():
+            box, _ = self._reference_box(problem, device_index)
         try:
-            inputs, expected, _, scales = self._reference_trial(box, problem, trial.index)
+            inputs, expected, _, scales = self._reference_trial(box, problem, trial.index, on_device=on_device)
         finally:
             box.close()
         with self._lock:  # a trial too large to keep costs a reference run per candidate: counted apart
@@ -889,8 +942,7 @@ class Judge:
         cfg = self.config
         compiled = eager is not None
         on_device = devices.trials if devices is not None else lambda _: nullcontext()
-        with on_device(device_index):  # trials of the device's (_dynamic): not beside another's timing
-            reference = self.reference(problem, device_index)
+        reference = self.reference(problem, device_index, devices)
         sets = reference.sets
         last = len(reference.trials) - 1  # the trial whose inputs the warm-up uses (a candidate's too)
         # started (and, under torch.compile, compiled) before the device is taken alone
@@ -1066,8 +1118,7 @@ class Judge:
         # the reference's trials use the device as a candidate's do (inputs drawn, the forward, outputs moved):
         # never beside another's timing, where a second context on the GPU slows the timed kernels (1.76x for a
         # kernel longer than the GPU's time slice, by chance for a shorter one: benchmarks/spinner_probe.py)
-        with devices.trials(device_index):
-            reference = self.reference(problem, device_index)
+        reference = self.reference(problem, device_index, devices)
         phases.mark("reference")
         box = self.sandboxes.take_run_sandbox(device_index)
         loading = _Loading(fallbacks=phases.build_fallbacks)  # the same list: the verdict reports it
@@ -1108,9 +1159,9 @@ class Judge:
         if isinstance(outcome, _Outcome):
             return outcome
         compile_seconds = outcome
-        with devices.trials(device_index), doing("the candidate's trials"):
+        with doing("the candidate's trials"):
             limit = self._trial_limit(reference.seconds, reference.forward_seconds)
-            outcome = self._trials(box, reference, compile_seconds, limit)
+            outcome = self._trials(box, reference, compile_seconds, limit, _device_trials(devices, device_index))
         phases.mark("trials")
         if isinstance(outcome, _Outcome):
             return outcome
@@ -1221,10 +1272,14 @@ class Judge:
         box.send(("built", artifact.describe(), str(path)))
         return None
 
-    def _trials(self, box: Sandbox, reference: _Reference, compile_seconds: float, limit: float) -> _Outcome | float:
+    def _trials(self, box: Sandbox, reference: _Reference, compile_seconds: float, limit: float,
+                on_device: Callable[[], AbstractContextManager] = nullcontext) -> _Outcome | float:
         """Run the correctness trials (each within `limit` seconds), holding one trial's tensors at a time; an
         outcome if the candidate failed, else the fastest warm trial's seconds by the judge's clock (inputs,
-        forward, outputs; inf with one trial: a first trial's time is mostly start-up, and tells nothing)."""
+        forward, outputs; inf with one trial: a first trial's time is mostly start-up, and tells nothing).
+        `on_device()` is held while the sandbox runs a trial, not while the judge writes its inputs or reads
+        and compares its outputs: between trials a timing may take the device (this sandbox is then stopped,
+        SandboxFactory.others_paused)."""
         cfg = self.config
         passed = 0
         elapsed: list[float] = []
@@ -1236,10 +1291,12 @@ class Judge:
         for index, trial in enumerate(trials):
             host_inputs, expected = reference.load(trial)
             started = time.perf_counter()
-            box.send(("trial", index, write_tensors(inputs_path, host_inputs)))
+            metas = write_tensors(inputs_path, host_inputs)
             cold = reference.cold_start_seconds if index == 0 else 0.0
             allowed = min(cfg.run_timeout_s, limit + cold)
-            msg = box.receive(allowed)
+            with on_device():
+                box.send(("trial", index, metas))
+                msg = box.receive(allowed)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
                                 f"{allowed:.3g} s ({HANG_FLOOR_S:g} s + {HANG_FACTOR:g}x the reference's forward + "
@@ -1407,6 +1464,13 @@ def _cache_bytes(device: str, device_index: int) -> int:
         except ValueError:
             pass
     return max(sizes, default=64 << 20)
+
+
+def _device_trials(devices: Devices | None, device_index: int) -> Callable[[], AbstractContextManager]:
+    """What a sandbox's work on the device holds (Devices.trials), as a context factory: nothing without devices.
+    Held per trial, never across the judge's own reading and writing between trials, and never twice in one
+    thread (a timing waiting between the two holds would wait forever)."""
+    return (lambda: devices.trials(device_index)) if devices is not None else nullcontext
 
 
 def _reference_failure(msg, box: Sandbox) -> str:

@@ -219,8 +219,8 @@ class VerifierPool(ABC):
         for, and, where the pool knows, the memory promised and the sandboxes a timing has stopped."""
         return "judged elsewhere (no view of the judgements in flight)"
 
-    def check_references(self, problems: Iterable[Problem],
-                         on_checked: Callable[[str], None] | None = None) -> dict[str, str]:
+    def check_references(self, problems: Iterable[Problem], on_checked: Callable[[str], None] | None = None,
+                         keep: bool = True) -> dict[str, str]:
         """Problem id -> why its reference cannot run here (it fails to load, a trial raises, its outputs are
         unreadable), for each such problem. A broken reference is the problem's fault, never a candidate's:
         callers leave those problems out (and report them) instead of judging candidates against them. The
@@ -231,7 +231,9 @@ class VerifierPool(ABC):
         keeps what it did. Failures are always checked again: they may be the machine's. `on_checked(problem id)`
         after each problem (a progress bar's advance). A reference this pool already ran for a verdict counts as
         checked (an evaluation judges first and checks after, so a reference too large to keep runs once, not
-        once for its check and again for its candidates)."""
+        once for its check and again for its candidates). `keep=False` when no verdict follows (an evaluation's
+        check after its judging): the trials' bytes stay in their sandboxes and nothing is kept
+        (Judge.check_reference)."""
         problems = list(problems)
         by_id = {p.id: p for p in problems}
         known = set()
@@ -246,7 +248,7 @@ class VerifierPool(ABC):
             if on_checked:
                 on_checked(pid)
         broken = {}
-        for pid, why in self._reference_errors([p for p in problems if p.id not in known]):
+        for pid, why in self._reference_errors([p for p in problems if p.id not in known], keep):
             if why is not None:
                 broken[pid] = why
             elif self.config.use_cache:
@@ -265,7 +267,7 @@ class VerifierPool(ABC):
         return False
 
     @abstractmethod
-    def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]: ...
+    def _reference_errors(self, problems: list[Problem], keep: bool) -> Iterator[tuple[str, str | None]]: ...
 
     @abstractmethod
     def _submit(self, problem: Problem, candidate: Candidate): ...
@@ -333,9 +335,9 @@ class LocalVerifierPool(VerifierPool):
     def _ran_here(self, problem_id: str) -> bool:
         return self.judge.reference_ran(problem_id)
 
-    def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]:
+    def _reference_errors(self, problems: list[Problem], keep: bool) -> Iterator[tuple[str, str | None]]:
         # as each ends, not in order: a progress bar held by one slow check would say nothing of the rest
-        futures = {self._executor.submit(reference_error, self.judge, p): p for p in problems}
+        futures = {self._executor.submit(reference_error, self.judge, p, self.devices, keep): p for p in problems}
         for future in as_completed(futures):
             yield futures[future].id, future.result()
 
@@ -356,10 +358,11 @@ class LocalVerifierPool(VerifierPool):
         self.close()
 
 
-def reference_error(judge: Judge, problem: Problem) -> str | None:
-    """Why the judge cannot run this problem's reference, or None when it can (its trials are then kept)."""
+def reference_error(judge: Judge, problem: Problem, devices: Devices | None = None, keep: bool = True) -> str | None:
+    """Why the judge cannot run this problem's reference, or None when it can (its trials are then kept, with
+    `keep`); on `devices` (a GPU pool's), its trials never beside a timing there."""
     try:
-        judge.check_reference(problem)
+        judge.check_reference(problem, devices=devices, keep=keep)
     except ReferenceError as exc:
         return str(exc)
     return None

@@ -44,10 +44,10 @@ class _JudgeActor:
             return outcome.model_dump_json()
         return json.dumps({"reference_broken": [outcome.problem_id, outcome.candidate_id, outcome.why]})
 
-    def reference_error(self, problem_json: str) -> str | None:
+    def reference_error(self, problem_json: str, keep: bool = True) -> str | None:
         from verifier.pool import reference_error
 
-        return reference_error(self.judge, Problem.model_validate_json(problem_json))
+        return reference_error(self.judge, Problem.model_validate_json(problem_json), self.devices, keep)
 
     def close(self) -> None:
         self.judge.close()
@@ -79,8 +79,8 @@ class RayVerifierPool(VerifierPool):
     def _submit(self, problem: Problem, candidate: Candidate) -> None:
         self._pool.submit(lambda a, job: a.verify.remote(*job), (problem.model_dump_json(), candidate.model_dump_json()))
 
-    def _reference_errors(self, problems: list[Problem]) -> Iterator[tuple[str, str | None]]:
-        errors = self._pool.map(lambda a, p: a.reference_error.remote(p.model_dump_json()), problems)
+    def _reference_errors(self, problems: list[Problem], keep: bool) -> Iterator[tuple[str, str | None]]:
+        errors = self._pool.map(lambda a, p: a.reference_error.remote(p.model_dump_json(), keep), problems)
         yield from zip((p.id for p in problems), errors)
 
     def _completed(self, handles: list) -> Iterator[Verdict | ReferenceBroken]:

@@ -33,8 +33,8 @@ from verifier import jail
 from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
-from verifier.tensor_io import (map_copy_on_write, map_shared_staging, read_tensors, tensors_in,
-                                write_tensors)
+from verifier.tensor_io import (bytes_spanned, describe_tensors, map_copy_on_write, map_shared_staging,
+                                read_tensors, tensors_in, write_tensors)
 from verifier.timing import time_calls as _time_calls
 
 MAX_TRACE = 4000
@@ -443,7 +443,10 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
             return
         try:
             if kind == "trial":
-                _, index, seed = msg
+                # ("trial", index, seed[, "layout"]): with "layout" (a check's trial, kept nowhere) the judge
+                # wants the trial's layout, not its bytes: nothing is written, no scales are measured
+                _, index, seed, *layout_only = msg
+                bytes_wanted = not layout_only
                 # the previous trial's inputs go before this trial's are drawn: one trial's inputs at a time
                 kept_inputs.clear()
                 inputs = None
@@ -469,11 +472,11 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     # once read; a file truncated under the mapping below would fault)
                     if os.path.exists(trial_path):
                         os.unlink(trial_path)
-                    written = write_tensors(trial_path, made)
+                    written = write_tensors(trial_path, made) if bytes_wanted else describe_tensors(made)
                     # on the host, the forward runs on a copy-on-write mapping of that file, not on the drawn
                     # tensors: one copy of a trial's inputs in the sandbox (its tmpfs pages count against its
                     # memory limit too), and a forward that changes them in place changes its own copy only
-                    inputs = map_copy_on_write(trial_path, written) if device == "cpu" else made
+                    inputs = map_copy_on_write(trial_path, written) if device == "cpu" and bytes_wanted else made
                     del made
                     write_seconds = lap()
                     expected = to_list(reference(*inputs))
@@ -481,11 +484,15 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                         torch.cuda.synchronize()
                     forward_seconds = lap()
                 # this trial's model is not run again: its parameters may become their magnitudes
-                scales = reassociation_scales(reference, inputs, expected)
+                scales = reassociation_scales(reference, inputs, expected) if bytes_wanted else [None] * len(expected)
                 del reference
                 scales_seconds = lap()
-                kept_inputs[index] = inputs
-                written_expected = write_tensors(trial_path, expected, append=True)
+                if bytes_wanted:
+                    kept_inputs[index] = inputs
+                    written_expected = write_tensors(trial_path, expected, append=True)
+                else:
+                    del inputs
+                    written_expected = describe_tensors(expected, bytes_spanned(written))
                 del expected
                 # where a full-size trial's time goes (a diagnosis the judge logs, never believed for limits)
                 phases = {"model": model_seconds, "inputs": inputs_seconds, "scales": scales_seconds,

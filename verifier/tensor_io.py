@@ -43,35 +43,48 @@ def _span_elements(shape: list[int], stride: list[int]) -> int:
     return 1 + sum((size - 1) * st for size, st in zip(shape, stride))
 
 
+def _laid_out(values: list[Any], offset: int) -> list[tuple[Any, int, torch.Tensor | None]]:
+    """Where each value goes in a file that holds `offset` bytes already: (its description, the padding before
+    its bytes, its bytes as a flat uint8 view — None for a plain value or an empty tensor)."""
+    laid: list[tuple[Any, int, torch.Tensor | None]] = []
+    for value in values:
+        if not isinstance(value, torch.Tensor):
+            laid.append(({"value": value}, 0, None))
+            continue
+        shape, stride = list(value.shape), list(value.stride())
+        span = _span_elements(shape, stride)
+        pad = (-offset) % ALIGN
+        offset += pad
+        raw = value.detach().as_strided((span,), (1,), value.storage_offset()).view(torch.uint8) if span else None
+        laid.append(({"dtype": str(value.dtype).removeprefix("torch."), "shape": shape, "stride": stride,
+                      "offset": offset}, pad, raw))
+        offset += raw.numel() if raw is not None else 0
+    return laid
+
+
 def write_tensors(path: str | Path, values: list[Any], append: bool = False) -> list[dict[str, Any]]:
     """Write tensors' storage spans to `path` (after what it holds, with `append`); non-tensors travel in the
     metadata as `{"value": v}`."""
-    metas: list[dict[str, Any]] = []
-    offset = os.path.getsize(path) if append else 0
+    laid = _laid_out(values, os.path.getsize(path) if append else 0)
     staging: torch.Tensor | None = None
     with open(path, "ab" if append else "wb") as f:
-        for value in values:
-            if not isinstance(value, torch.Tensor):
-                metas.append({"value": value})
+        for meta, pad, raw in laid:
+            if "value" in meta:
                 continue
-            shape, stride = list(value.shape), list(value.stride())
-            span = _span_elements(shape, stride)
-            pad = (-offset) % ALIGN
             f.write(b"\0" * pad)
-            offset += pad
-            if span:
-                raw = value.detach().as_strided((span,), (1,), value.storage_offset()).view(torch.uint8)
-                if raw.device.type == "cpu":
-                    f.write(raw.numpy().data)
-                else:
-                    staging = _write_from_device(f, raw, staging)
-                nbytes = raw.numel()
+            if raw is None:
+                continue
+            if raw.device.type == "cpu":
+                f.write(raw.numpy().data)
             else:
-                nbytes = 0
-            metas.append({"dtype": str(value.dtype).removeprefix("torch."), "shape": shape, "stride": stride,
-                          "offset": offset})
-            offset += nbytes
-    return metas
+                staging = _write_from_device(f, raw, staging)
+    return [meta for meta, _, _ in laid]
+
+
+def describe_tensors(values: list[Any], offset: int = 0) -> list[dict[str, Any]]:
+    """The descriptions `write_tensors` would send for `values` written after `offset` bytes, writing nothing
+    (a reference's check: its trials' layout, not their bytes)."""
+    return [meta for meta, _, _ in _laid_out(values, offset)]
 
 
 def _write_from_device(f: Any, raw: torch.Tensor, staging: torch.Tensor | None) -> torch.Tensor:
@@ -131,16 +144,27 @@ def _pread_exactly(fd: int, view: memoryview, offset: int) -> None:
 def read_tensors(path: str | Path, metas: list[Any], max_bytes: int) -> list[Any]:
     """Tensors described by `metas`, copied out of `path` into this process's memory, every field checked;
     at most `max_bytes` are read, however large the file."""
+    checked = _checked_within(metas, max_bytes)
+    try:
+        return _read_checked(path, checked)
+    except UntrustedFile as exc:
+        raise TamperedData(f"the data file was replaced: {exc}") from exc
+
+
+def _checked_within(metas: Any, max_bytes: int) -> list[Any]:
     if not isinstance(metas, list):
         raise TamperedData("tensor descriptions are not a list")
     checked = _checked_all(metas)
     total = sum(c[4] for c in checked if isinstance(c, tuple))
     if total > max_bytes:
         raise TamperedData(f"{total} bytes of tensors described, more than the {max_bytes} expected")
-    try:
-        return _read_checked(path, checked)
-    except UntrustedFile as exc:
-        raise TamperedData(f"the data file was replaced: {exc}") from exc
+    return checked
+
+
+def check_descriptions(metas: Any, max_bytes: int) -> int:
+    """What `read_tensors` checks of `metas` before reading (every field; at most `max_bytes` described), with
+    nothing read: the bytes they describe."""
+    return sum(c[4] for c in _checked_within(metas, max_bytes) if isinstance(c, tuple))
 
 
 def _read_checked(path: str | Path, checked: list) -> list[Any]:
@@ -263,5 +287,5 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(flat(a), flat(b.to(a.device)))
 
 
-__all__ = ["TamperedData", "write_tensors", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
+__all__ = ["TamperedData", "write_tensors", "describe_tensors", "check_descriptions", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
            "map_shared_staging", "map_copy_on_write", "describe", "nbytes_of", "same_bytes"]
