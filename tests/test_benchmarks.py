@@ -402,3 +402,22 @@ def test_timing_disturbance_judges_each_setting_in_a_pool_of_its_own(capsys, tmp
     assert "spare_sandboxes=0: " in out and ("ratio 1.000" in out or "ratio n/a" in out)
     rows = [line.split() for line in out.splitlines() if line.strip().startswith("0 ")]
     assert len(rows) == 2 and all(row[1] == "1" for row in rows)  # the template's kernel passed in both pools
+
+
+def test_reference_check_prints_kept_against_unkept_for_a_scaled_kernelbench_problem(capsys, tmp_path):
+    """Both ways check the same problem in the same run (a fresh pool each, no cache), scaled down as asked."""
+    from benchmarks.reference_check import main
+
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "19_ReLU.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.relu(x)\n\n\nbatch_size = 4096\ndim = 4096\n\n\ndef get_inputs():\n"
+        "    return [torch.rand(batch_size, dim)]\n\n\ndef get_init_inputs():\n    return []\n")
+    main(["--kernelbench", str(tmp_path), "--problem", "level1/19_ReLU.py", "--scale-to-mb", "4",
+          "--set", "verifier.trials=2"])
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["problem", "kept", "s", "unkept", "s", "kept/unkept"]
+    name, kept, unkept, ratio = row.split()
+    assert name == "19_ReLU" and float(kept) > 0 and float(unkept) > 0
+    assert float(ratio.removesuffix("x")) == pytest.approx(float(kept) / float(unkept), rel=0.05)
+    assert float(kept) < 1.5  # the fork server's start is in neither column
