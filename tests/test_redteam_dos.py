@@ -6,7 +6,9 @@ fields of the wrong count or type where the judge reads them: the judge must cha
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -176,3 +178,94 @@ def test_a_check_that_keeps_nothing_refuses_a_forged_reply_as_its_problems_failu
             judge.check_reference(forged, keep=False)
         assert not judge.reference_ran(forged.id)
     assert sandbox_processes() == []
+
+
+HAND_OVER_ATTACK = '''
+import gc
+import multiprocessing.connection
+import os
+import socket
+import time
+
+import torch
+import torch.nn as nn
+
+from verifier.reference import dumps
+from verifier.tensor_io import HANDED_OVER, describe_tensors, write_sealed, write_tensors
+
+ATTACK = "{attack}"
+
+
+def _channel():
+    for thing in gc.get_objects():  # the harness's own end of the channel
+        if isinstance(thing, multiprocessing.connection.Connection) and not thing.closed:
+            return thing
+    raise RuntimeError("no channel")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        outputs = [torch.sigmoid(x) * self.w, x]  # right: what the judge expects, and the input as it was
+        metas = describe_tensors(outputs)
+        if ATTACK == "unsealed":  # the right bytes, in a memory file it could still change once mapped
+            fds = [os.memfd_create("forged")]
+            metas = write_tensors(f"/proc/self/fd/{{fds[0]}}", outputs)
+        elif ATTACK == "pipe":
+            fds = [os.pipe()[0]]
+        elif ATTACK == "short":  # sealed, but shorter than described (a mapping past its end: SIGBUS)
+            fds = [write_sealed([torch.ones(1)])[0]]
+        elif ATTACK == "two":
+            fds = [write_sealed(outputs)[0], write_sealed(outputs)[0]]
+        elif ATTACK == "overlapping":  # both tensors over the same bytes
+            fd, metas = write_sealed(outputs)
+            fds, metas = [fd], [metas[0], {{**metas[1], "offset": metas[0]["offset"]}}]
+        else:  # "bare": the byte without a descriptor
+            fds = []
+        channel = _channel()
+        channel.send_bytes(dumps(("trial_out", 0, {{"outputs": metas[:1], "inputs_after": metas[1:], "ops": {{}},
+                                                   "own_calls": 1, "seconds": 0.001}})))
+        with socket.socket(fileno=os.dup(channel.fileno())) as sock:
+            socket.send_fds(sock, [HANDED_OVER], fds)
+        time.sleep(60)  # the harness's own report never comes
+'''
+
+
+def _memory_files_held() -> list[str]:
+    """This process's descriptors of memory files (a handed-over one the judge failed to close)."""
+    fds = Path("/proc/self/fd")
+    links = []
+    for fd in fds.iterdir():
+        try:
+            links.append(os.readlink(fd))
+        except OSError:
+            pass
+    return [link for link in links if link.startswith("/memfd:")]
+
+
+@pytest.mark.parametrize("attack", ["unsealed", "pipe", "short", "two", "overlapping", "bare"])
+def test_a_forged_hand_over_of_a_trials_outputs_is_harness_tampering(judge, attack):
+    """A trial's outputs come as a sealed memory file the judge maps without a copy (`map_sealed`). A candidate
+    that forges the report and hands over its own descriptor — a memory file it can still write (it would change
+    the bytes after the judge checked them), a pipe, a sealed file shorter than described (a SIGBUS in the
+    judge), two files at once, tensors over the same bytes, or no descriptor at all — is charged with
+    harness-tampering at once: the judge neither raises nor keeps any descriptor it was sent."""
+    assert not _memory_files_held()
+    started = time.monotonic()
+    verdict = judge.verify(problem(), candidate(f"hand_over_{attack}", HAND_OVER_ATTACK.format(attack=attack)),
+                           static_rules=False)
+    assert verdict.category == V.illegal and verdict.rule == "harness-tampering", verdict.detail
+    assert time.monotonic() - started < 20  # not the hand-over's 30 s wait: refused as soon as it is read
+    assert not _memory_files_held()
+    assert sandbox_processes() == []
+
+
+def test_an_honest_trials_outputs_are_mapped_and_no_descriptor_stays(judge):
+    """The honest harness's hand-over: a correct kernel passes, and nothing of its memory files stays open in
+    the judge."""
+    verdict = judge.verify(problem(), candidate("good", good()))
+    assert verdict.category == V.passed, verdict.detail
+    assert not _memory_files_held()

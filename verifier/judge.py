@@ -42,8 +42,8 @@ from verifier.isolation import Cgroups, host_memory_mb, remove_dead_judges_direc
 from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
                                 cpu_accounting, quote)
 from verifier.stash import STASH_MEMORY_BYTES, MemoryAllowance, TensorStash, digest, private_directory
-from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, check_descriptions, describe, nbytes_of,
-                               read_tensors, same_bytes, write_tensors)
+from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, check_descriptions, describe, map_sealed,
+                               nbytes_of, read_tensors, same_bytes, write_tensors)
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
 
 log = logging.getLogger("kerneldojo.verifier")
@@ -61,6 +61,7 @@ HANG_FACTOR = 50.0  # a candidate's call may take this many times the reference'
 HANG_FLOOR_S = 2.0  # ... and always this long (first calls load modules; a loaded machine is slower)
 HANG_DATA_FACTOR = 4.0  # ... plus this many times the rest of the reference's trial (making, moving and writing
 # tensors), which a candidate's trial repeats at the same sizes: a factor on the forward alone
+HAND_OVER_TIMEOUT_S = 30.0  # a sandbox sends its sealed memory file right after the message that announces it
 FLOOR_SLACK = 0.5  # below half the copy-bandwidth bound is impossible (a read-mostly kernel may beat a copy)
 
 __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
@@ -1286,7 +1287,7 @@ class Judge:
         first_failure = ""
         earlier: list[tuple[str, str]] = []  # (expected, candidate output) digests of the trials so far
         compiled = dict(compiled=True, compile_seconds=compile_seconds)
-        inputs_path, outputs_path = box.home.io_in / "inputs.bin", box.home.io_out / "outputs.bin"
+        inputs_path = box.home.io_in / "inputs.bin"
         trials = reference.trials
         for index, trial in enumerate(trials):
             host_inputs, expected = reference.load(trial)
@@ -1312,20 +1313,30 @@ class Judge:
                 return _Outcome(VerdictCategory.runtime_error, f"trial {index}: forward raised:\n{msg[2]}", **compiled)
             try:
                 result = _trial_result(msg, index)
-                illegal = self._legality(result)
-                if illegal:
-                    rule, detail = illegal
-                    return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {detail}", legal=False, rule=rule,
-                                    **compiled)
-                tensors = [x for x in host_inputs if isinstance(x, torch.Tensor)]
-                after = read_tensors(outputs_path, result["inputs_after"], nbytes_of(tensors))
+                # its outputs and inputs after the forward: a sealed memory file, mapped, not read back
+                handed = box.receive_descriptor(HAND_OVER_TIMEOUT_S)
+                if handed is None:
+                    return _tampered(f"trial {index}'s report came without the sealed memory file of its outputs",
+                                     compile_seconds)
+                try:
+                    illegal = self._legality(result)
+                    if illegal:
+                        rule, detail = illegal
+                        return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {detail}", legal=False, rule=rule,
+                                        **compiled)
+                    tensors = [x for x in host_inputs if isinstance(x, torch.Tensor)]
+                    mismatch = layout_mismatch(expected, describe(result["outputs"]))
+                    # outputs of the wrong layout are a wrong output, never mapped (their size is not bounded)
+                    after, *host_outputs = map_sealed(handed, [(result["inputs_after"], nbytes_of(tensors)), *(
+                        [(result["outputs"], nbytes_of(expected))] if mismatch is None else [])])
+                finally:
+                    os.close(handed)
                 if len(after) != len(tensors) or not all(map(same_bytes, tensors, after)):
                     return _Outcome(VerdictCategory.illegal, "illegal (input-mutation): forward modified its input "
                                     "tensors in place", legal=False, rule="input-mutation", **compiled)
                 del after, tensors, host_inputs
-                mismatch = layout_mismatch(expected, describe(result["outputs"]))
                 if mismatch is None:
-                    host_outputs = _consume(outputs_path, result["outputs"], nbytes_of(expected))
+                    [host_outputs] = host_outputs
                     # NaN equals nothing (torch.equal): an output with NaNs replays nothing, it is just wrong
                     output_digest = None if any(t.is_floating_point() and t.isnan().any() for t in host_outputs) \
                         else digest(host_outputs)

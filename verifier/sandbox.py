@@ -33,8 +33,8 @@ from verifier import jail
 from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
-from verifier.tensor_io import (bytes_spanned, describe_tensors, map_copy_on_write, map_shared_staging,
-                                read_tensors, tensors_in, write_tensors)
+from verifier.tensor_io import (bytes_spanned, describe_tensors, hand_over, map_copy_on_write, map_shared_staging,
+                                read_tensors, tensors_in, write_sealed, write_tensors)
 from verifier.timing import time_calls as _time_calls
 
 MAX_TRACE = 4000
@@ -200,7 +200,6 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
     send = _sender(conn)
     recv = conn.recv
     inputs_path = os.path.join(job["io_in"], "inputs.bin")
-    outputs_path = os.path.join(job["io_out"], "outputs.bin")
     try:
         _prepare(job)
         modules: list[_CountingModule] = []
@@ -267,17 +266,22 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                     sync()
                     seconds = _perf_counter() - t0
                 outputs = to_list(out)
-                written = write_tensors(outputs_path, [*outputs, *[x for x in inputs if isinstance(x, torch.Tensor)]])
+                # into a sealed memory file the judge maps: no file to read back into its memory
+                sealed, written = write_sealed([*outputs, *[x for x in inputs if isinstance(x, torch.Tensor)]])
             except BaseException as exc:
                 send(("trial_error", index, _short_trace(exc)))
                 continue
-            send(("trial_out", index, {
-                "outputs": written[:len(outputs)],
-                "inputs_after": written[len(outputs):],
-                "ops": dict(recorder.ops),
-                "own_calls": own_calls() - calls_before if modules else None,
-                "seconds": seconds,
-            }))
+            try:
+                send(("trial_out", index, {
+                    "outputs": written[:len(outputs)],
+                    "inputs_after": written[len(outputs):],
+                    "ops": dict(recorder.ops),
+                    "own_calls": own_calls() - calls_before if modules else None,
+                    "seconds": seconds,
+                }))
+                hand_over(conn, sealed)
+            finally:
+                os.close(sealed)
         elif kind == "time":
             _, warm_metas, warmup, runs = msg
             warm_inputs = _load_inputs(inputs_path, warm_metas, job["device"])

@@ -8,6 +8,7 @@ the reader; everything it wrote is read through `open_sandbox_file`. `close()` k
 
 from __future__ import annotations
 
+import array
 import multiprocessing
 import multiprocessing.spawn as mp_spawn
 from multiprocessing.reduction import send_handle
@@ -15,6 +16,7 @@ import os
 import re
 import reprlib
 import signal
+import socket
 import threading
 import time
 import weakref
@@ -29,6 +31,7 @@ from verifier.isolation import (Cgroups, Isolation, MemoryBudget, MemoryReservat
                                 sandbox_memory_mb)
 from verifier.jail import ISOLATION_FAILED_EXIT
 from verifier.reference import loads
+from verifier.tensor_io import HANDED_OVER
 
 MAX_MESSAGE_BYTES = 64 << 20  # control messages are small; tensors travel through verifier/tensor_io.py
 START_TIMEOUT_S = 120.0
@@ -247,6 +250,31 @@ class Sandbox:
     def send_descriptor(self, fd: int) -> None:
         """Hand the sandbox a duplicate of `fd` (SCM_RIGHTS over its channel, after the message that names it)."""
         send_handle(self.conn, fd, self.proc.pid)
+
+    def receive_descriptor(self, timeout_s: float) -> int | None:
+        """The one descriptor the sandbox hands over right after a message that announces it (SCM_RIGHTS on one
+        byte, HANDED_OVER), close-on-exec here; None when none comes within `timeout_s` of its own time, the
+        channel carries anything else there, or more than one came (the kernel closes those it could not
+        deliver; any delivered are closed here)."""
+        deadline = self.clock() + timeout_s
+        while not self.conn.poll(min(max(0.0, deadline - self.clock()), 0.5)):
+            if self.clock() >= deadline or not self.proc.is_alive() and not self.conn.poll(0):
+                return None
+        with socket.socket(fileno=os.dup(self.conn.fileno())) as sock:
+            try:
+                data, ancillary, flags, _ = sock.recvmsg(1, socket.CMSG_SPACE(4), socket.MSG_CMSG_CLOEXEC
+                                                         | socket.MSG_DONTWAIT)
+            except OSError:
+                return None
+        fds: list[int] = []
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.extend(array.array("i", payload[:len(payload) - len(payload) % 4]))
+        if data == HANDED_OVER and len(fds) == 1 and not flags & socket.MSG_CTRUNC:
+            return fds[0]
+        for fd in fds:
+            os.close(fd)
+        return None
 
     def receive(self, timeout_s: float):
         """Next message, ("died", exitcode) if the process died, ("garbled", why) if it is not a message the

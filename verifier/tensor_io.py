@@ -9,6 +9,7 @@ be a SIGBUS in the judge): it reads into its own buffer and checks every field b
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 from typing import Any
@@ -65,20 +66,84 @@ def _laid_out(values: list[Any], offset: int) -> list[tuple[Any, int, torch.Tens
 def write_tensors(path: str | Path, values: list[Any], append: bool = False) -> list[dict[str, Any]]:
     """Write tensors' storage spans to `path` (after what it holds, with `append`); non-tensors travel in the
     metadata as `{"value": v}`."""
-    laid = _laid_out(values, os.path.getsize(path) if append else 0)
-    staging: torch.Tensor | None = None
     with open(path, "ab" if append else "wb") as f:
-        for meta, pad, raw in laid:
-            if "value" in meta:
-                continue
-            f.write(b"\0" * pad)
-            if raw is None:
-                continue
-            if raw.device.type == "cpu":
-                f.write(raw.numpy().data)
-            else:
-                staging = _write_from_device(f, raw, staging)
+        return _write_laid(f, _laid_out(values, os.path.getsize(path) if append else 0))
+
+
+def _write_laid(f: Any, laid: list[tuple[Any, int, torch.Tensor | None]]) -> list[dict[str, Any]]:
+    staging: torch.Tensor | None = None
+    for meta, pad, raw in laid:
+        if "value" in meta:
+            continue
+        f.write(b"\0" * pad)
+        if raw is None:
+            continue
+        if raw.device.type == "cpu":
+            f.write(raw.numpy().data)
+        else:
+            staging = _write_from_device(f, raw, staging)
     return [meta for meta, _, _ in laid]
+
+
+HANDED_OVER = b"F"  # the byte a sandbox's descriptor rides on over its channel (hand_over, Sandbox.receive_descriptor)
+SEALED = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW  # what a handed-over memory file must carry
+
+
+def write_sealed(values: list[Any]) -> tuple[int, list[dict[str, Any]]]:
+    """The writer's side of a hand-over without a copy: `values` written into a new memory file (memfd), which
+    is then sealed against writing, shrinking and growing, and against new seals -> (its descriptor, for the
+    caller to hand over and close; the descriptions). Once sealed, its bytes can change no more, through any
+    descriptor or mapping of anyone's (the kernel refuses a seal while a writable shared mapping exists)."""
+    fd = os.memfd_create("kd-handed-over", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            metas = _write_laid(f, _laid_out(values, 0))
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALED | fcntl.F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, metas
+
+
+def hand_over(conn: Any, fd: int) -> None:
+    """Send `fd` over the Unix socket of the multiprocessing connection `conn`, on the byte HANDED_OVER."""
+    import socket
+    with socket.socket(fileno=os.dup(conn.fileno())) as sock:
+        socket.send_fds(sock, [HANDED_OVER], [fd])
+
+
+def map_sealed(fd: int, groups: list[tuple[Any, int]]) -> list[list[Any]]:
+    """The reader's side: for each group (descriptions, at most that many bytes described), its values, the
+    tensors views of one private mapping of the memory file `fd` — no copy of its bytes. Refused (TamperedData)
+    unless `fd` is a memory file sealed against writing, shrinking and growing, at least as long as the bytes
+    described, and no two tensors share a byte: what the reader maps is what the writer sealed, and can never
+    change or vanish under it (no SIGBUS). Private: a reader's write lands in its own copy. The caller closes
+    `fd`; the mapping lives as long as the tensors."""
+    import mmap
+    checked = [_checked_within(metas, max_bytes) for metas, max_bytes in groups]
+    spans = sorted((c[3], c[3] + c[4]) for group in checked for c in group if isinstance(c, tuple) and c[4])
+    if any(start < end_before for (_, end_before), (start, _) in zip(spans, spans[1:])):
+        raise TamperedData("two tensors described over the same bytes")
+    try:
+        seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+        size = os.fstat(fd).st_size
+    except OSError as exc:  # EINVAL: not a file that takes seals (a pipe, a socket, a disk file)
+        raise TamperedData(f"the handed-over descriptor is not a sealed memory file ({exc.strerror})") from None
+    if seals & SEALED != SEALED:
+        raise TamperedData("the handed-over memory file is not sealed against writing, shrinking and growing")
+    end = spans[-1][1] if spans else 0
+    if size < end:
+        raise TamperedData(f"tensor bytes up to {end} described in a handed-over file of {size}")
+    if not end:
+        mapped = torch.empty(0, dtype=torch.uint8)
+    else:
+        try:
+            mapping = mmap.mmap(fd, end, flags=mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0),
+                                prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except (OSError, ValueError) as exc:
+            raise TamperedData(f"the handed-over memory file cannot be mapped ({exc})") from None
+        mapped = torch.frombuffer(mapping, dtype=torch.uint8, count=end)  # holds the mapping while a view lives
+    return [_views(mapped, group) for group in checked]
 
 
 def describe_tensors(values: list[Any], offset: int = 0) -> list[dict[str, Any]]:
@@ -192,8 +257,12 @@ def bytes_spanned(metas: list[Any]) -> int:
 def tensors_in(buffer: torch.Tensor, metas: list[Any]) -> list[Any]:
     """The values `metas` describe, tensors as views of `buffer` (bytes laid out as write_tensors lays out a
     file), each checked to lie inside it."""
+    return _views(buffer, _checked_all(metas))
+
+
+def _views(buffer: torch.Tensor, checked: list[Any]) -> list[Any]:
     values = []
-    for item in _checked_all(metas):
+    for item in checked:
         if isinstance(item, dict):
             values.append(item["value"])
             continue
@@ -287,5 +356,5 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(flat(a), flat(b.to(a.device)))
 
 
-__all__ = ["TamperedData", "write_tensors", "describe_tensors", "check_descriptions", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
+__all__ = ["TamperedData", "write_tensors", "describe_tensors", "check_descriptions", "write_sealed", "map_sealed", "hand_over", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
            "map_shared_staging", "map_copy_on_write", "describe", "nbytes_of", "same_bytes"]
