@@ -138,8 +138,8 @@ def map_sealed(fd: int, groups: list[tuple[Any, int]]) -> list[list[Any]]:
         mapped = torch.empty(0, dtype=torch.uint8)
     else:
         try:
-            mapping = mmap.mmap(fd, end, flags=mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0),
-                                prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            # no MAP_POPULATE: on a private writable mapping it faults every page in for writing, a copy of all
+            mapping = mmap.mmap(fd, end, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         except (OSError, ValueError) as exc:
             raise TamperedData(f"the handed-over memory file cannot be mapped ({exc})") from None
         mapped = torch.frombuffer(mapping, dtype=torch.uint8, count=end)  # holds the mapping while a view lives
