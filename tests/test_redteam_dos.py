@@ -93,7 +93,8 @@ FORGED = {
     "trial_died_without_code": forged_in_forward(("died",)),
     "trial_died_with_text_code": forged_in_forward(("died", "x")),
     # inputs_after naming a plain value where the input tensor was: same_bytes(tensor, 5) (the outputs file it
-    # names must exist: the candidate makes it, next to its log, whose path its stdout's link says)
+    # names had to exist when outputs came as a file: the candidate makes it, next to its log, whose path its
+    # stdout's link says; they come as a sealed memory file now, and the report is refused before any)
     "trial_inputs_after_a_value": forged_in_forward(_trial_out([{"value": 5}]), before=MAKE_OUTPUTS_FILE),
 }
 
@@ -269,3 +270,34 @@ def test_an_honest_trials_outputs_are_mapped_and_no_descriptor_stays(judge):
     verdict = judge.verify(problem(), candidate("good", good()))
     assert verdict.category == V.passed, verdict.detail
     assert not _memory_files_held()
+
+
+HANDING_OVER_REFERENCE = REFERENCE.replace("def get_inputs():\n", '''def get_inputs():
+    import gc, multiprocessing.connection, os, socket
+    from verifier.reference import dumps
+    from verifier.tensor_io import HANDED_OVER, write_tensors
+    tensors = [torch.randn(4, 8), torch.randn(4, 8)]
+    memory_file = os.memfd_create("forged")  # never sealed: it could change after the judge checked it
+    metas = write_tensors(f"/proc/self/fd/{memory_file}", tensors)
+    channel = next(c for c in gc.get_objects() if isinstance(c, multiprocessing.connection.Connection))
+    channel.send_bytes(dumps(("trial_out", 0, {"inputs": metas[:1], "expected": metas[1:], "forward_seconds": 0.1,
+                                               "scales": [None], "phases": {}})))
+    with socket.socket(fileno=os.dup(channel.fileno())) as sock:
+        socket.send_fds(sock, [HANDED_OVER], [memory_file])
+''')
+
+
+def test_a_reference_that_hands_over_an_unsealed_memory_file_loses_its_problem(tmp_path):
+    """A reference's trial comes as a sealed memory file the judge maps (no copy), and references are untrusted
+    code too: one that forges its report and hands over a memory file it can still write is refused
+    (ReferenceError: its problem is left out), never mapped, never an exception that ends the stage."""
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.trials=1",
+                             "verifier.run_timeout_s=10"]).verifier
+    assert HANDING_OVER_REFERENCE.count("os.memfd_create") == 1
+    forged = Problem(id=Problem.make_id(HANDING_OVER_REFERENCE), source="test", reference=HANDING_OVER_REFERENCE,
+                     name="handing_over_unsealed")
+    with Judge(cfg, tmp_path / "cache") as judge:
+        with pytest.raises(ReferenceError, match="handing_over_unsealed: unreadable reference output .*not sealed"):
+            judge.check_reference(forged)
+    assert not _memory_files_held()
+    assert sandbox_processes() == []

@@ -210,3 +210,26 @@ def test_a_large_tensor_is_digested_by_a_spread_sample_fast_and_a_small_one_whol
     nudged = small.clone()
     nudged[517] += 1
     assert digest([small]) != digest([nudged])
+
+
+def test_a_stash_keeps_copies_of_views_it_does_not_own_and_the_views_themselves_otherwise(tmp_path):
+    """A reference's trial comes as views of its sandbox's sealed memory file (charged to the sandbox's group,
+    a charge that would outlive the sandbox against every sandbox's budget): kept in memory, the stash copies
+    them (`owned=False`); to disk, it writes them, as it writes anything."""
+    import os
+
+    from verifier.stash import TensorStash
+    from verifier.tensor_io import map_sealed, write_sealed
+
+    fd, metas = write_sealed([torch.arange(6.0), torch.ones(2, 3)])
+    [views] = map_sealed(fd, [(metas, 1 << 20)])
+    os.close(fd)
+    stash = TensorStash(tmp_path / "trials")
+    copied, kept = stash.append(views, owned=False), stash.append(views)
+    assert all(a.data_ptr() != b.data_ptr() and torch.equal(a, b) for a, b in zip(stash.get(copied), views))
+    assert all(a is b for a, b in zip(stash.get(kept), views))
+    on_disk = TensorStash(tmp_path / "files", memory_bytes=0)
+    entry = on_disk.append(views, owned=False)
+    assert all(torch.equal(a, b) for a, b in zip(on_disk.get(entry), views)) and on_disk.spilled == 1
+    stash.close()
+    on_disk.close()

@@ -723,9 +723,8 @@ class Judge:
             if layout_only:
                 values = []
                 check_descriptions([*metas["inputs"], *metas["expected"]], self.config.memory_limit_mb << 20)
-            else:
-                values = _consume(box.home.io_out / "trial.bin", [*metas["inputs"], *metas["expected"]],
-                                  self.config.memory_limit_mb << 20)
+            else:  # views of the sealed memory file the sandbox hands over after its report: no copy
+                values = _handed_over(box, [*metas["inputs"], *metas["expected"]], self.config.memory_limit_mb << 20)
         except (TamperedData, KeyError, TypeError, OSError) as exc:
             raise ReferenceError(f"problem {problem.name or problem.id}: unreadable reference output ({exc})") from exc
         n = len(metas["inputs"]) if values else 0
@@ -777,7 +776,8 @@ class Judge:
                 entry, sample = None, None  # beyond stored_trials_gb: made again when needed, checked by a sample
                 if stash.nbytes + input_bytes + output_bytes <= stored_bytes:
                     try:
-                        entry = stash.append([*inputs, *(t.to(device) for t in expected)])
+                        # views of the sandbox's memory file: copied where kept in memory (stash.append)
+                        entry = stash.append([*inputs, *(t.to(device) for t in expected)], owned=False)
                     except OSError as exc:  # the judge's disk is full: the machine's limit, not the problem's
                         log.warning("problem %s: trial %d not kept, made again for each candidate (%s)",
                                     problem.name or problem.id, index, exc)
@@ -865,7 +865,8 @@ class Judge:
             raise ReferenceError(f"problem {problem.name or problem.id}: the reference's outputs for trial "
                                  f"{trial.index} differ from the first time it ran on the same seed (it is not "
                                  f"deterministic): {mismatch.message}")
-        return [*inputs, *expected]
+        # copies: the views of its sandbox's memory file would stay charged to that (closed) sandbox's group
+        return [x.clone() if isinstance(x, torch.Tensor) else x for x in [*inputs, *expected]]
 
     def _reference_box_at(self, problem: Problem, device_index: int, trial: int, processes: bool = False) -> Sandbox:
         """A fresh reference sandbox that has run `trial` (its inputs in place for a timing's warm-up)."""
@@ -931,7 +932,7 @@ class Judge:
                 raise ReferenceError(f"problem {problem.name or problem.id}: making the timing inputs failed: "
                                      f"{_reference_failure(msg, box)}")
             try:
-                sets.append(_consume(box.home.io_out / "set.bin", msg[1], self.config.memory_limit_mb << 20))
+                sets.append(_handed_over(box, msg[1], self.config.memory_limit_mb << 20))
             except (TamperedData, OSError) as exc:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc})") \
                     from exc
@@ -1494,13 +1495,17 @@ def _reference_failure(msg, box: Sandbox) -> str:
     return f"unexpected reply {quote(msg)}"
 
 
-def _consume(path: Path, metas: list[Any], max_bytes: int) -> list[Any]:
-    """read_tensors, then remove the file: a sandbox's tmpfs pages count against its memory, and a large
-    problem's data files would otherwise outlive their use."""
+def _handed_over(box: Sandbox, metas: list[Any], max_bytes: int) -> list[Any]:
+    """The values `metas` describe, from the sealed memory file `box` hands over right after the report that
+    describes them (`map_sealed`: views, no copy; at most `max_bytes`). TamperedData when none comes."""
+    handed = box.receive_descriptor(HAND_OVER_TIMEOUT_S)
+    if handed is None:
+        raise TamperedData("a report came without the sealed memory file of its tensors")
     try:
-        return read_tensors(path, metas, max_bytes)
+        [values] = map_sealed(handed, [(metas, max_bytes)])
     finally:
-        Path(path).unlink(missing_ok=True)
+        os.close(handed)
+    return values
 
 
 SAMPLE_ELEMENTS = 1 << 20  # of each expected output of a trial not kept: what its remaking is checked against

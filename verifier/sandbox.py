@@ -33,8 +33,9 @@ from verifier import jail
 from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
-from verifier.tensor_io import (bytes_spanned, describe_tensors, hand_over, map_copy_on_write, map_shared_staging,
-                                read_tensors, tensors_in, write_sealed, write_tensors)
+from verifier.tensor_io import (append_tensors, bytes_spanned, describe_tensors, hand_over, map_copy_on_write,
+                                map_shared_staging, new_memory_file, read_tensors, seal, tensors_in, write_sealed,
+                                write_tensors)
 from verifier.timing import time_calls as _time_calls
 
 MAX_TRACE = 4000
@@ -431,7 +432,6 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
         send(("reference_error", _short_trace(exc)))
         return
     device = job["device"]
-    trial_path = os.path.join(job["io_out"], "trial.bin")
     kept_inputs: dict[int, list[Any]] = {}  # the latest trial's only (timing warms up on it): one trial's memory
     compiled_model: list[Any] = []  # the reference under torch.compile, compiled by "compile" before "time"
 
@@ -440,6 +440,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
         return module.Model(*module.get_init_inputs()).to(device).eval()
 
     send(("init_inputs", init_inputs))
+    handed = None  # a trial's memory file, until it is handed over
     while True:
         msg = conn.recv()
         kind = msg[0]
@@ -471,16 +472,15 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                         torch.cuda.synchronize()
                     inputs_seconds = lap()
                     # the inputs as drawn, for the judge, before a forward can change them in place; written
-                    # from where they were drawn (write_tensors streams a device tensor through one small host
-                    # buffer: no whole host copy of GBs at full size), to a new file (the judge removes each
-                    # once read; a file truncated under the mapping below would fault)
-                    if os.path.exists(trial_path):
-                        os.unlink(trial_path)
-                    written = write_tensors(trial_path, made) if bytes_wanted else describe_tensors(made)
+                    # from where they were drawn (a device tensor streams through one small host buffer: no
+                    # whole host copy of GBs at full size) into a new memory file, which the judge maps once
+                    # it is sealed (after the expected outputs) and handed over
+                    handed = new_memory_file() if bytes_wanted else None
+                    written = append_tensors(handed, made) if bytes_wanted else describe_tensors(made)
                     # on the host, the forward runs on a copy-on-write mapping of that file, not on the drawn
-                    # tensors: one copy of a trial's inputs in the sandbox (its tmpfs pages count against its
-                    # memory limit too), and a forward that changes them in place changes its own copy only
-                    inputs = map_copy_on_write(trial_path, written) if device == "cpu" and bytes_wanted else made
+                    # tensors: one copy of a trial's inputs in the sandbox (its memory file's pages count against
+                    # its memory limit too), and a forward that changes them in place changes its own copy only
+                    inputs = map_copy_on_write(handed, written) if device == "cpu" and bytes_wanted else made
                     del made
                     write_seconds = lap()
                     expected = to_list(reference(*inputs))
@@ -493,7 +493,8 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 scales_seconds = lap()
                 if bytes_wanted:
                     kept_inputs[index] = inputs
-                    written_expected = write_tensors(trial_path, expected, append=True)
+                    written_expected = append_tensors(handed, expected)
+                    seal(handed)
                 else:
                     del inputs
                     written_expected = describe_tensors(expected, bytes_spanned(written))
@@ -504,10 +505,18 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 send(("trial_out", index, {"inputs": written, "expected": written_expected,
                                            "forward_seconds": forward_seconds, "scales": scales,
                                            "phases": phases}))
+                if handed is not None:
+                    hand_over(conn, handed)
+                    os.close(handed)  # the judge's copy of the descriptor keeps the file
+                    handed = None
             elif kind == "timing_set":  # the inputs of one timed call, from the judge's seed
                 _, seed = msg
-                written = write_tensors(os.path.join(job["io_out"], "set.bin"), draw_inputs(module, device, seed))
-                send(("set", written))
+                set_file, written = write_sealed(draw_inputs(module, device, seed))
+                try:
+                    send(("set", written))
+                    hand_over(conn, set_file)
+                finally:
+                    os.close(set_file)
             elif kind == "compile":  # inductor's compile (seconds to minutes) before the device is taken alone
                 _, index = msg
                 if index not in kept_inputs:
@@ -535,6 +544,9 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
             else:
                 send(("protocol_error", f"unknown message {kind!r}"))
         except BaseException as exc:
+            if handed is not None:  # a trial that failed hands nothing over
+                os.close(handed)
+                handed = None
             send(("reference_error", _short_trace(exc)))
 
 

@@ -87,20 +87,39 @@ class TensorStash:
         """Entries kept on disk."""
         return len(self._on_disk)
 
-    def append(self, values: list[Any]) -> int:
+    def append(self, values: list[Any], owned: bool = True) -> int:
         """Keep `values` (host tensors are kept as they are; the caller gives up its references) -> its index.
-        OSError where its file cannot be written (the disk is full): nothing of it is kept, its index unused."""
+        `owned=False`: its host tensors are views of memory that is not the judge's own (a sandbox's memory
+        file, charged to the sandbox's group, whose charge would outlive it against every sandbox's budget):
+        kept in memory, they are copies. OSError where its file cannot be written (the disk is full): nothing
+        of it is kept, its index unused."""
         size = nbytes_of(values)
         with self._lock:
             index = self._count
             self._count += 1
             host = host_bytes(values)
-            if self.memory_bytes and self._bytes_in_memory + size <= self.memory_bytes \
-                    and (self._allowance is None or self._allowance.take(host)):  # memory_bytes 0: every entry a file
-                self._in_memory[index] = values
+            in_memory = bool(self.memory_bytes) and self._bytes_in_memory + size <= self.memory_bytes \
+                and (self._allowance is None or self._allowance.take(host))  # memory_bytes 0: every entry a file
+            if in_memory:
                 self._bytes_in_memory += size
                 self._host_bytes_taken += host
-                return index
+                if owned:
+                    self._in_memory[index] = values
+                    return index
+        if in_memory:  # a copy of each host tensor, made outside the lock (GBs at full size)
+            try:
+                kept = [v.clone() if isinstance(v, torch.Tensor) and v.device.type == "cpu" else v for v in values]
+            except BaseException:
+                with self._lock:
+                    self._bytes_in_memory -= size
+                    self._host_bytes_taken -= host
+                if self._allowance is not None:
+                    self._allowance.give(host)
+                raise
+            with self._lock:
+                self._in_memory[index] = kept
+            return index
+        with self._lock:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
         try:

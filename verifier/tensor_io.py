@@ -89,16 +89,31 @@ HANDED_OVER = b"F"  # the byte a sandbox's descriptor rides on over its channel 
 SEALED = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW  # what a handed-over memory file must carry
 
 
+def new_memory_file() -> int:
+    """A new, empty memory file (memfd) that takes seals: what a sandbox fills and hands over (`seal`)."""
+    return os.memfd_create("kd-handed-over", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+
+
+def append_tensors(fd: int, values: list[Any]) -> list[dict[str, Any]]:
+    """`write_tensors` into the file `fd`, after what it holds."""
+    with os.fdopen(fd, "ab", closefd=False) as f:  # append: positioned at its end
+        return _write_laid(f, _laid_out(values, os.fstat(fd).st_size))
+
+
+def seal(fd: int) -> None:
+    """Seal a memory file against writing, shrinking and growing, and against new seals: its bytes can change no
+    more, through any descriptor or mapping of anyone's (the kernel refuses the seal while a writable shared
+    mapping exists, or pages are pinned)."""
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALED | fcntl.F_SEAL_SEAL)
+
+
 def write_sealed(values: list[Any]) -> tuple[int, list[dict[str, Any]]]:
-    """The writer's side of a hand-over without a copy: `values` written into a new memory file (memfd), which
-    is then sealed against writing, shrinking and growing, and against new seals -> (its descriptor, for the
-    caller to hand over and close; the descriptions). Once sealed, its bytes can change no more, through any
-    descriptor or mapping of anyone's (the kernel refuses a seal while a writable shared mapping exists)."""
-    fd = os.memfd_create("kd-handed-over", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    """The writer's side of a hand-over without a copy: `values` in a new memory file, sealed -> (its
+    descriptor, for the caller to hand over and close; the descriptions)."""
+    fd = new_memory_file()
     try:
-        with os.fdopen(fd, "wb", closefd=False) as f:
-            metas = _write_laid(f, _laid_out(values, 0))
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALED | fcntl.F_SEAL_SEAL)
+        metas = append_tensors(fd, values)
+        seal(fd)
     except BaseException:
         os.close(fd)
         raise
@@ -321,16 +336,20 @@ def map_shared_staging(fd: int, nbytes: int) -> tuple[Any, torch.Tensor]:
     return mapping, torch.frombuffer(mapping, dtype=torch.uint8, count=nbytes)
 
 
-def map_copy_on_write(path: str | Path, metas: list[Any]) -> list[Any]:
+def map_copy_on_write(path: str | Path | int, metas: list[Any]) -> list[Any]:
     """The values `metas` describe, tensors as views of a private (copy-on-write) mapping of `path`, which this
     process wrote itself: they share the file's pages until written to, and a write lands in this process's own
     copy, never in the file. For a writer that must keep what it wrote (a reference's inputs on the host, for
     its forward and its timing, beside the file the judge reads them from), one copy of the bytes instead of
-    two. The file must not be truncated while the views live (replace it with a new file instead)."""
+    two. The file must not be truncated while the views live (replace it with a new file instead). `path` may be
+    an open descriptor (a memory file this process fills, then seals: a private mapping does not stop the seal)."""
     import mmap
     size = bytes_spanned(metas)
     if not size:
         return tensors_in(torch.empty(0, dtype=torch.uint8), metas)
+    if isinstance(path, int):
+        mapping = mmap.mmap(path, size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        return tensors_in(torch.frombuffer(mapping, dtype=torch.uint8, count=size), metas)
     with open(path, "rb") as f:
         mapping = mmap.mmap(f.fileno(), size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
     # the tensors hold the mapping (torch.frombuffer keeps its buffer alive): unmapped when the last is gone
@@ -356,5 +375,5 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(flat(a), flat(b.to(a.device)))
 
 
-__all__ = ["TamperedData", "write_tensors", "describe_tensors", "check_descriptions", "write_sealed", "map_sealed", "hand_over", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
+__all__ = ["TamperedData", "write_tensors", "describe_tensors", "check_descriptions", "write_sealed", "map_sealed", "hand_over", "new_memory_file", "append_tensors", "seal", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
            "map_shared_staging", "map_copy_on_write", "describe", "nbytes_of", "same_bytes"]
