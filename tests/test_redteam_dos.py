@@ -301,3 +301,35 @@ def test_a_reference_that_hands_over_an_unsealed_memory_file_loses_its_problem(t
             judge.check_reference(forged)
     assert not _memory_files_held()
     assert sandbox_processes() == []
+
+
+SHUT_CHANNEL = ("import gc, os, socket, multiprocessing.connection\n"
+                "        channel = next(o for o in gc.get_objects() if isinstance(o, multiprocessing.connection.Connection))\n"
+                "        sock = socket.socket(fileno=os.dup(channel.fileno()))\n"
+                "        sock.shutdown(socket.SHUT_RD)  # the judge's next write to the channel fails with EPIPE\n"
+                "        sock.close()\n")
+
+
+@pytest.mark.parametrize("whose", ["candidate", "reference"])
+def test_a_sandbox_that_stops_reading_its_channel_gets_a_verdict_not_a_broken_pipe(tmp_path, whose):
+    """A sandbox's code can shut its end of the channel for reading: the judge's next message (the next trial)
+    then fails with EPIPE, which ended `Judge.verify` — and the stage — with BrokenPipeError. Now the judge's
+    writes raise nothing and its next read says what happened: the candidate's own failing verdict, or the
+    reference's failure (its problem left out)."""
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.trials=3",
+                             "verifier.run_timeout_s=10", "verifier.timed=false"]).verifier
+    with Judge(cfg, tmp_path / "cache") as judge:
+        if whose == "candidate":
+            from tests.kernels import with_forward
+
+            verdict = judge.verify(problem(), candidate("shut", with_forward(SHUT_CHANNEL + "        return "
+                                                                             "mod.fwd(x, self.w)")),
+                                   static_rules=False)
+            assert verdict.category in (V.runtime_error, V.illegal) and "trial 1" in verdict.detail, verdict.detail
+        else:
+            source = REFERENCE.replace("        return torch.sigmoid", "        " + SHUT_CHANNEL
+                                       + "        return torch.sigmoid")
+            shut = Problem(id=Problem.make_id(source), source="test", reference=source, name="shut_reference")
+            with pytest.raises(ReferenceError, match="shut_reference"):
+                judge.check_reference(shut)
+    assert sandbox_processes() == []

@@ -43,7 +43,7 @@ from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, Sa
                                 cpu_accounting, quote)
 from verifier.stash import STASH_MEMORY_BYTES, MemoryAllowance, TensorStash, digest, private_directory
 from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, check_descriptions, describe, map_sealed,
-                               nbytes_of, read_tensors, same_bytes, write_tensors)
+                               nbytes_of, read_tensors, same_bytes, write_sealed)
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
 
 log = logging.getLogger("kerneldojo.verifier")
@@ -215,16 +215,15 @@ def measured_reference_peak(problem: Problem) -> int | None:
     return 2 * (size("input_bytes") + size("output_bytes")) + size("weight_bytes") + REFERENCE_BASE_BYTES
 
 
-JUDGE_COPIES = 2  # a trial's tensors the judge holds at once for a judgement: the trial loaded (read back from its
-# disk or made again), and the inputs it writes for the candidate with the outputs it reads back
-
 
 def judge_copies_mb(problem: Problem) -> int:
     """Host memory (MB) the judge itself holds for one judgement of `problem`, beside its sandboxes' share, from
-    its measured sizes (0 unmeasured): MBs at small sizes, 25 GB for a KernelBench level-1 problem at full size,
-    where three judgements at their sandboxes' 32 GB and these copies would come to 173 GB on a 128 GB box."""
-    trial = (_measured_bytes(problem, "input_bytes") or 0) + (_measured_bytes(problem, "output_bytes") or 0)
-    return (JUDGE_COPIES * trial) >> 20
+    its measured sizes (0 unmeasured): a trial loaded (read back from its disk or made again) and the memory file
+    of its inputs written for the candidate — the candidate's outputs come in the sandbox's own memory file,
+    charged to it. MBs at small sizes, ~19 GB for a KernelBench level-1 problem at full size (6.4 GB in and out),
+    where three judgements at their sandboxes' 32 GB and the judge's copies came to 173 GB on a 128 GB box."""
+    inputs, outputs = (_measured_bytes(problem, "input_bytes") or 0), (_measured_bytes(problem, "output_bytes") or 0)
+    return (2 * inputs + outputs) >> 20
 
 
 def _cuda_arch(device_index: int) -> str:
@@ -1180,11 +1179,13 @@ class Judge:
         too_slow = self._too_slow_to_time(reference, eager, trial_seconds, compile_seconds)
         if too_slow is not None:
             return too_slow
-        warm_metas = write_tensors(box.home.io_in / "inputs.bin", reference.inputs(reference.trials[-1]))
-        with self._timed_alone(devices, device_index, box), doing("timing the candidate"):
-            phases.mark("wait_for_device")
-            outcome = self._time_candidate(box, reference, eager, compiled, warm_metas, device_index,
-                                           compile_seconds)
+        warm = write_sealed(reference.inputs(reference.trials[-1]))
+        try:
+            with self._timed_alone(devices, device_index, box), doing("timing the candidate"):
+                phases.mark("wait_for_device")
+                outcome = self._time_candidate(box, reference, eager, compiled, warm, device_index, compile_seconds)
+        finally:
+            os.close(warm[0])
         phases.mark("timing")
         return outcome
 
@@ -1288,17 +1289,21 @@ class Judge:
         first_failure = ""
         earlier: list[tuple[str, str]] = []  # (expected, candidate output) digests of the trials so far
         compiled = dict(compiled=True, compile_seconds=compile_seconds)
-        inputs_path = box.home.io_in / "inputs.bin"
         trials = reference.trials
         for index, trial in enumerate(trials):
             host_inputs, expected = reference.load(trial)
             started = time.perf_counter()
-            metas = write_tensors(inputs_path, host_inputs)
+            # its inputs: a sealed memory file the sandbox maps (no read; it cannot change the judge's bytes)
+            handed, metas = write_sealed(host_inputs)
             cold = reference.cold_start_seconds if index == 0 else 0.0
             allowed = min(cfg.run_timeout_s, limit + cold)
-            with on_device():
-                box.send(("trial", index, metas))
-                msg = box.receive(allowed)
+            try:
+                with on_device():
+                    box.send(("trial", index, metas))
+                    box.send_descriptor(handed)
+                    msg = box.receive(allowed)
+            finally:
+                os.close(handed)
             if msg is None:
                 return _Outcome(VerdictCategory.timeout, f"trial {index}: forward did not finish within "
                                 f"{allowed:.3g} s ({HANG_FLOOR_S:g} s + {HANG_FACTOR:g}x the reference's forward + "
@@ -1377,7 +1382,7 @@ class Judge:
         return None
 
     def _time_candidate(self, box: Sandbox, reference: _Reference, eager: _Baseline, compiled: _Baseline | None,
-                        warm_metas: list[Any], device_index: int, compile_seconds: float) -> _Outcome:
+                        warm: tuple[int, list[Any]], device_index: int, compile_seconds: float) -> _Outcome:
         """Candidate and baselines timed the same way, on the same per-call inputs, each under the judge's
         own clock; an implausible or physically impossible time is measured once more. The pass, or why not."""
         cfg = self.config
@@ -1385,7 +1390,8 @@ class Judge:
         floor, bandwidth = self._physical_floor(device_index, eager)
         believed: list[float] = []
         for _ in range(2):
-            box.send(("time", warm_metas, cfg.timing_warmup, eager.runs))
+            box.send(("time", warm[1], cfg.timing_warmup, eager.runs))
+            box.send_descriptor(warm[0])  # the warm-up's inputs: a sealed memory file of the judge's
             budget = self._candidate_timing_budget(eager)
             result = self._timed(box, budget, eager.sets, eager.runs, sorted(eager.checked), eager.output_bytes)
             if not isinstance(result, _Window):

@@ -34,7 +34,7 @@ from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
 from verifier.tensor_io import (append_tensors, bytes_spanned, describe_tensors, hand_over, map_copy_on_write,
-                                map_shared_staging, new_memory_file, read_tensors, seal, tensors_in, write_sealed,
+                                map_shared_staging, new_memory_file, seal, tensors_in, write_sealed,
                                 write_tensors)
 from verifier.timing import time_calls as _time_calls
 
@@ -200,7 +200,6 @@ def _cpp_extension_stub(send, recv, modules: list) -> types.ModuleType:
 def run_candidate(conn, job: dict[str, Any]) -> None:
     send = _sender(conn)
     recv = conn.recv
-    inputs_path = os.path.join(job["io_in"], "inputs.bin")
     try:
         _prepare(job)
         modules: list[_CountingModule] = []
@@ -256,7 +255,7 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
             return
         if kind == "trial":
             _, index, metas = msg
-            inputs = _load_inputs(inputs_path, metas, job["device"])
+            inputs = _load_inputs(recv_handle(conn), metas, job["device"])
             calls_before = own_calls()
             recorder = DispatchRecorder(poison=True)
             try:
@@ -285,7 +284,7 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                 os.close(sealed)
         elif kind == "time":
             _, warm_metas, warmup, runs = msg
-            warm_inputs = _load_inputs(inputs_path, warm_metas, job["device"])
+            warm_inputs = _load_inputs(recv_handle(conn), warm_metas, job["device"])
             _serve_timing(conn, send, model, warm_inputs, job["device"], warmup, runs,
                           os.path.join(job["io_out"], "timed.bin"))
         else:
@@ -377,15 +376,15 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
         send(("timed_outputs", metas, [len(outs) for outs in chosen]))
 
 
-def _load_inputs(path: str, metas: list[Any], device: str) -> list[Any]:
-    """The trial inputs the judge wrote, each in its own storage on this sandbox's device (read_tensors gives
-    every tensor a fresh buffer of its own span: on the cpu that is already it, no second copy)."""
-    return [_on_device(v, device) for v in read_tensors(path, metas, max_bytes=1 << 62)]
-
-
-def _on_device(value: Any, device: str) -> Any:
-    """A value read_tensors made (a fresh buffer of its own) on this sandbox's device."""
-    return value.to(device) if device != "cpu" and isinstance(value, torch.Tensor) else value
+def _load_inputs(fd: int, metas: list[Any], device: str) -> list[Any]:
+    """The trial inputs the judge handed over as a sealed memory file (`fd`, closed here), on this sandbox's
+    device: on the cpu, views of a private mapping of it (no copy; a forward that writes its input writes its
+    own copy of those pages), on a GPU copied there from the mapping."""
+    try:
+        mapped = map_copy_on_write(fd, metas)
+    finally:
+        os.close(fd)
+    return mapped if device == "cpu" else [v.to(device) if isinstance(v, torch.Tensor) else v for v in mapped]
 
 
 # -- builds ---------------------------------------------------------------------------------------

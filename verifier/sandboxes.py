@@ -22,7 +22,7 @@ import time
 import weakref
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -151,6 +151,7 @@ class Sandbox:
         self.device_index = device_index
         self._closed = False
         self._awaiting = False  # a request is unanswered: the sandbox is busy (or hung), don't wait on it
+        self._unsent: str | None = None  # why the judge could no longer write to its channel
         self.reservation: MemoryReservation | None = None  # its judgement's share of the memory budget
         self.capped_mb: int | None = None  # its cgroup's limit lowered to its judgement's share (memory_admission)
         self._paused_since: float | None = None  # stopped (SIGSTOP) while another is timed on its device
@@ -244,12 +245,22 @@ class Sandbox:
         return time.monotonic() - self.paused_seconds()
 
     def send(self, message: Any) -> None:
-        self.conn.send(message)
+        """Write `message` to its channel. A channel it no longer reads — it exited, or shut its end for reading
+        (a candidate's code can: the judge's next write fails with EPIPE) — raises nothing here: the next
+        `receive` says so, as the candidate's doing."""
+        self._written(lambda: self.conn.send(message))
         self._awaiting = True
 
     def send_descriptor(self, fd: int) -> None:
         """Hand the sandbox a duplicate of `fd` (SCM_RIGHTS over its channel, after the message that names it)."""
-        send_handle(self.conn, fd, self.proc.pid)
+        self._written(lambda: send_handle(self.conn, fd, self.proc.pid))
+
+    def _written(self, write: Callable[[], None]) -> None:
+        if self._unsent is None:
+            try:
+                write()
+            except OSError as exc:  # EPIPE, ECONNRESET: its end no longer reads; nothing more is sent
+                self._unsent = f"{type(exc).__name__}: {exc.strerror or exc}"
 
     def receive_descriptor(self, timeout_s: float) -> int | None:
         """The one descriptor the sandbox hands over right after a message that announces it (SCM_RIGHTS on one
@@ -280,6 +291,12 @@ class Sandbox:
         """Next message, ("died", exitcode) if the process died, ("garbled", why) if it is not a message the
         sandbox's own code sends, None on timeout. Decoded weights-only: a candidate that writes its own
         bytes into the channel cannot make the judge run code."""
+        if self._unsent is not None:  # it never got the judge's last message: no reply will come
+            self.proc.join(timeout=1.0)  # a process that exited closed its channel first: let it end
+            if self.proc.exitcode is not None:
+                return ("died", self.proc.exitcode)
+            return ("garbled", f"the sandbox stopped reading its channel: the judge could not write to it "
+                               f"({self._unsent})")
         deadline = self.clock() + timeout_s  # the time it spends stopped (pause) does not count
         while True:
             remaining = deadline - self.clock()
