@@ -3,10 +3,15 @@
 # (verdicts and the references that ran are remembered in the home).
 #   bash scripts/box/kb.sh SECONDS template            # the template teacher, the floor: one turn
 #   bash scripts/box/kb.sh SECONDS leap_rl-...         # a policy of a stage run in the home: three turns
+#   bash scripts/box/kb.sh SECONDS chain-kb.json:sft   # the run a chain's state names (chain.sh, the same call)
 # The KernelBench checkout is carried as .kerneldojo/kernelbench (levels 1-3 of ../shared/kernelbench).
 . "$(dirname "$0")/common.sh"
 seconds=$1 who=$2
 gpu_tests
+if [[ "$who" == *.json:* ]]; then   # STATE:STEP -> the stage run a chain.sh state file recorded for that step
+  who=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$KD_HOME/${who%%:*}" "${who#*:}")
+  echo "evaluating $who"
+fi
 if [ "$who" = template ]; then source=(--template); turns=1; else source=(--from-run "$who"); turns=3; fi
 left=$(( seconds - $(elapsed) - 30 ))
 rc=0
