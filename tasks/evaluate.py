@@ -24,6 +24,7 @@ from tasks.common import StageContext, log, progress_bar, reason_in_brief, stage
 from tasks.plots import close, line_chart
 from training.evaluation import FAST_P, EvalSummary, evaluate_policy, level_of, summarize_evaluation
 from training.model import load_policy, resolve_device
+from training.policies import TeacherPolicy
 from training.rollout import HFRolloutEngine
 from verifier.analysis import AnalysisError
 
@@ -51,6 +52,9 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
                              "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg),
                              "kerneldojo.timed": str(ctx.timed).lower()})
+        if isinstance(policy, TeacherPolicy):  # its one answer a problem, before any judging, with its progress
+            with progress_bar(f"{who}: answers", len(problems)) as advance:
+                policy.prepare(problems, advance)
         with progress_bar("evaluate: turns", cfg.max_turns) as turn_done:
             def verify_turn(pairs):  # one call per turn, every sample still failing: its own bar counts verdicts
                 verdicts = ctx.verify(pairs, f"verify eval ({len(pairs)} samples)")
@@ -92,7 +96,7 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
 
 def _policy(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None, config: PipelineConfig):
     """(the policy, who it is: `<stage>:<run>`, `model:<folder>`, `endpoint:<model>`, `teacher:template`)."""
-    from training.policies import EndpointPolicy, TeacherPolicy
+    from training.policies import EndpointPolicy
     from training.teacher import OpenAITeacher, TemplateTeacher
 
     if cfg.policy == "template":

@@ -390,3 +390,35 @@ for _sandbox in [m for m in list(sys.modules.values()) if hasattr(m, "_sender") 
     problem = Problem(id=Problem.make_id(liar), source="kernelbench", reference=liar, name="level1/liar")
     with pytest.raises(AnalysisError, match="malformed reply"):
         analyser.scaled_down(problem, 64 << 20)
+
+
+def test_the_template_teacher_answers_sandboxed_problems_together_in_their_order(kernelbench, analyser):
+    """KernelBench's problems are untrusted: each answer is a sandbox's torch.export. Answered several at once
+    (they were the H200's first five minutes one after the other), they come back in the problems' order, each
+    the answer that problem alone gets; a teacher policy prepared with them asks its teacher nothing again."""
+    from operators.imports import load_kernelbench
+    from training.policies import TeacherPolicy
+    from training.teacher import TemplateTeacher
+
+    problems, _ = load_kernelbench(kernelbench, [1, 2])
+    problems = [p for p in problems if "hub" not in p.name and "Large" not in p.name]
+    assert len(problems) == 3
+    teacher = TemplateTeacher(analyser=analyser)
+    together = teacher.solve_many(problems + problems[:1], "cpu")
+    alone = [teacher.solve(p, "cpu") for p in problems]
+    assert [o.problem_id for o in together] == [p.id for p in problems + problems[:1]]
+    assert [(o.completion, o.refusal) for o in together] == [(o.completion, o.refusal) for o in alone + alone[:1]]
+    assert all(o.completion and "load_inline" in o.completion for o in together)
+
+    class Counted(TemplateTeacher):
+        asked = 0
+
+        def solve_many(self, todo, backend):
+            Counted.asked += len(todo)
+            return super().solve_many(todo, backend)
+
+    policy, advanced = TeacherPolicy(Counted(analyser=analyser), "cpu"), []
+    policy.prepare(problems + problems[:1], advanced.append, chunk=2)
+    assert advanced == [2, 1] and Counted.asked == 3  # one answer a problem, in chunks the caller sees
+    answers = policy.complete([(p, [], seed) for seed, p in enumerate(problems)], None)
+    assert Counted.asked == 3 and answers == [o.completion for o in alone]

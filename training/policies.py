@@ -4,6 +4,7 @@ and a teacher itself (the template teacher is the floor a trained policy should 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from schemas.config import GenerationConfig
@@ -42,6 +43,16 @@ class TeacherPolicy:
         self.backend = backend
         self.name = f"teacher:{teacher.name}"
         self._answers: dict[str, str] = {}
+
+    def prepare(self, problems: list[Problem], advance: Callable[[int], None] | None = None, chunk: int = 32) -> None:
+        """Answer every problem now, `chunk` at a time, so that a caller can show progress: a sandboxed teacher's
+        answers for KernelBench's 200 problems take a minute or more before the first candidate is judged."""
+        todo = list({p.id: p for p in problems if p.id not in self._answers}.values())
+        for start in range(0, len(todo), chunk):
+            part = todo[start:start + chunk]
+            self.complete([(p, [], 0) for p in part], None)
+            if advance is not None:
+                advance(len(part))
 
     def complete(self, requests: list[tuple[Problem, list[dict[str, str]], int]], config: GenerationConfig) \
             -> list[str]:
