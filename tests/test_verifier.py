@@ -357,6 +357,32 @@ def test_a_check_that_keeps_nothing_runs_every_trial_and_keeps_no_byte(tmp_path)
         assert pool.reference_cost().get("references", 0) == 0
 
 
+def test_a_check_that_keeps_nothing_promises_no_memory_for_the_judges_copies(tmp_path):
+    """Admission promises a judgement its sandboxes' share and the judge's own copies of its trials beside it
+    (judge_copies_mb: 19 GB for a full-size level-1 problem). A check that keeps nothing makes no copy: it
+    promises the sandboxes' share alone, so more of the ~160 unreached references of an evaluation check at once;
+    a kept check still promises both."""
+    from verifier.judge import judge_copies_mb
+
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2"]).verifier
+    measured = problem().model_copy(update={"measures": {"input_bytes": 400 << 20, "output_bytes": 200 << 20}})
+    assert judge_copies_mb(measured) == 1000
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        sandboxes, promised = pool.judge.sandboxes, []
+        reserve = sandboxes.reserve
+
+        def recorded(alone=False, memory_mb=None, judge_mb=0):
+            promised.append(judge_mb)
+            return reserve(alone=alone, memory_mb=memory_mb, judge_mb=judge_mb)
+
+        sandboxes.reserve = recorded
+        pool.judge.check_reference(measured, keep=False)
+        unkept, promised[:] = list(promised), []
+        pool.judge.check_reference(measured.model_copy(update={"id": "kept-" + measured.id}), keep=True)
+    assert unkept and set(unkept) == {0}  # the check's, and any other sandbox's
+    assert 1000 in promised
+
+
 def test_a_reference_check_cut_short_keeps_the_references_that_ran(tmp_path):
     """KernelBench at full size: checking 200 references outlasts a call's limit. Each is remembered as soon as it
     ran, so the check started over runs only the rest; every problem is counted once (the progress bar)."""

@@ -485,7 +485,9 @@ class Judge:
                 self._starved_retried(lambda: self.reference(problem, device_index, devices), problem)
                 return
             with _reference_replies(problem), doing("running the reference's trials (kept nowhere)"):
-                self._starved_retried(lambda: self._run_reference_unkept(problem, device_index, devices), problem)
+                # the judge holds no copy of these trials: its admission promises the sandbox's share alone
+                self._starved_retried(lambda: self._run_reference_unkept(problem, device_index, devices), problem,
+                                      judge_mb=0)
             with self._lock:
                 self._ran.add(problem.id)
 
@@ -500,19 +502,21 @@ class Judge:
         guess = measured_reference_peak(problem)
         return None if guess is None else memory_estimate_mb(guess, self.config.memory_limit_mb)
 
-    def _starved_retried(self, judge: Callable[[], Any], problem: Problem) -> tuple[Any, bool]:
+    def _starved_retried(self, judge: Callable[[], Any], problem: Problem, judge_mb: int | None = None) \
+            -> tuple[Any, bool]:
         """`judge()` within this thread's memory share, and whether another judgement ran beside it; made again,
         alone on the machine's sandbox memory, when the machine's memory killed one of its sandboxes
         (SandboxStarved: nothing to charge the code with). Alone, no neighbour can starve it: only its own
         sandboxes (its process, its build, at most its reference again) share the budget, which holds three
         limits by default on a GPU box (3.4 x 32 GB on the H200), so a candidate cannot starve itself to fail the
         stage there; starved even then, something beside the sandboxes took the memory promised to them: raised,
-        an infrastructure error."""
+        an infrastructure error. `judge_mb`: the judge's own copies beside the sandboxes' (judge_copies_mb)."""
         share = self.judgement_memory_mb(problem)  # None: memory_limit_mb
+        judge_mb = judge_copies_mb(problem) if judge_mb is None else judge_mb
         alone = False
         while True:
             try:
-                with self.sandboxes.reserve(alone=alone, memory_mb=share, judge_mb=judge_copies_mb(problem)) \
+                with self.sandboxes.reserve(alone=alone, memory_mb=share, judge_mb=judge_mb) \
                         as reservation, self._keeping(problem.id):
                     result = judge()
                     return result, reservation.accompanied
