@@ -216,6 +216,59 @@ def test_evaluate_takes_any_policy_stage_and_nothing_else(demo):
         stage(name="evaluate", from_run=runs["distill"], overrides=overrides)
 
 
+KERNELBENCH_PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return {body}
+
+
+batch_size = 4096
+dim = 65536
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_trained_policy_is_evaluated_on_kernelbench_with_feedback_turns(demo, tmp_path):
+    """Issue 13's other half: the miniature's policy, not a teacher, on a KernelBench checkout — prompts made from
+    KernelBench's references (sizes scaled down, recorded), every failing sample answered again with the
+    verifier's feedback, one evaluation nested under the stage it evaluates."""
+    runs, config, overrides, wh = demo
+    for name, body in {"1_ReLU": "torch.relu(x)", "2_Sum_over_dim": "torch.sum(x, dim=1)"}.items():
+        (tmp_path / "level1").mkdir(exist_ok=True)
+        (tmp_path / "level1" / f"{name}.py").write_text(KERNELBENCH_PROBLEM.format(body=body))
+    result = CliRunner().invoke(app, ["eval", "--from-run", runs["leap_rl"], "--kernelbench", str(tmp_path),
+                                      "--level", "1", "--config", _config_file(overrides), "--set",
+                                      "evaluate.scale_to_mb=1", "--set", "evaluate.samples_per_problem=2"])
+    assert result.exit_code == 0, result.output
+    evaluated = wh.latest_run("evaluate").id
+    summary = wh.summary(evaluated)
+    assert summary["evaluated"] == f"leap_rl:{runs['leap_rl']}" and summary["problems_from"] == "kernelbench levels 1"
+    assert summary["problems"] == 2 and summary["reference_broken"] == 0
+    assert all(p.scale > 1 for p in wh.problems(evaluated))  # scaled down, said per problem
+    turns = defaultdict(list)  # (problem, sample) -> its turns' outcomes
+    for row in wh.eval_rows(evaluated):
+        turns[row["problem_id"], row["sample"]].append(row["passed"])
+    assert len(turns) == 2 * 2
+    # a sample that failed its first turn was answered again, with feedback, up to evaluate.max_turns (2)
+    assert all(outcomes in ([True], [False, True], [False, False]) for outcomes in turns.values())
+    nested = MlflowClient(default_tracking_uri(Home.of(config).root)).get_run(wh.stage_run(evaluated).mlflow_run_id)
+    assert nested.data.tags["kerneldojo.evaluates"] == "leap_rl"
+
+
 def test_a_pipeline_continues_after_an_earlier_run_without_running_it_again(demo):
     """`from_run`: the stages up to it are its lineage (not run again); the rest builds on it, as `kerneldojo run
     --from-run` and the learning curve's seeds sharing one distilled corpus do."""

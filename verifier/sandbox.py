@@ -520,13 +520,6 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                 _, index = msg
                 if index not in kept_inputs:
                     raise RuntimeError(f"compile: trial {index} is not the latest trial run")
-                # Inductor's compile workers are a pool of up to one process per CPU, each with torch's threads:
-                # within the sandbox's task limit (RUN_TASKS) their start left the CUDA driver no thread to make
-                # (cudaErrorOperatingSystem at the first host-to-device copy, beside other judgements on the H200,
-                # 2026-12-05); a reference is a small graph, compiled here in this one process
-                import torch._inductor.config as inductor_config
-
-                inductor_config.compile_threads = 1
                 start = _perf_counter()
                 with torch.no_grad():
                     compiled_model[:] = [torch.compile(model())]
