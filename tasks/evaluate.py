@@ -52,9 +52,8 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
         ctx.mlflow.set_tags({"kerneldojo.evaluates": who.split(":")[0] if cfg.policy == "run" else cfg.policy,
                              "kerneldojo.policy": who, "kerneldojo.problems": _problems_tag(cfg),
                              "kerneldojo.timed": str(ctx.timed).lower()})
-        if isinstance(policy, TeacherPolicy):  # its one answer a problem, before any judging, with its progress
-            with progress_bar(f"{who}: answers", len(problems)) as advance:
-                policy.prepare(problems, advance)
+        if isinstance(policy, TeacherPolicy):
+            _prepare_teacher(ctx, policy, problems, config.verifier.backend)
         with progress_bar("evaluate: turns", cfg.max_turns) as turn_done:
             def verify_turn(pairs):  # one call per turn, every sample still failing: its own bar counts verdicts
                 verdicts = ctx.verify(pairs, f"verify eval ({len(pairs)} samples)")
@@ -116,6 +115,21 @@ def _policy(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None, config
     evaluated = ctx.warehouse.succeeded_run(from_run)
     model, tokenizer = load_policy(ctx.warehouse.checkpoint(evaluated.id), device)
     return HFRolloutEngine(model, tokenizer, device), f"{evaluated.stage}:{evaluated.id}"
+
+
+def _prepare_teacher(ctx: StageContext, policy: TeacherPolicy, problems: list[Problem], backend: str) -> None:
+    """A teacher's one answer a problem, before any judging, with its progress; a deterministic teacher's answers
+    are kept in the warehouse (by its code's version), so an evaluation cut short and run again — KernelBench on
+    a GPU box, call after call — asks for none of them again (200 sandboxed answers: ~3 minutes of each call)."""
+    ids = [p.id for p in problems]
+    known = ctx.warehouse.known_teacher_answers(policy.name, policy.version, backend, ids) if policy.version else {}
+    policy.remember(known)
+    with progress_bar(f"{policy.name}: answers", len(problems)) as advance:
+        advance(len([p for p in problems if p.id in known]))
+        policy.prepare([p for p in problems if p.id not in known], advance)
+    if policy.version:
+        ctx.warehouse.add_teacher_answers(ctx.run_id, policy.name, policy.version, backend,
+                                          policy.answers([i for i in ids if i not in known]))
 
 
 def _problems_tag(cfg: EvaluateConfig) -> str:

@@ -142,6 +142,29 @@ def test_a_reference_that_breaks_while_its_candidate_is_judged_is_left_out_not_f
     assert {r["name"]: bool(r["left_out"]) for r in table} == {"level1/1_ReLU": False, "level1/2_Moody_ReLU": True}
 
 
+def test_the_template_teachers_answers_are_kept_and_not_asked_for_again(evaluation):
+    """Each of the template teacher's answers to a KernelBench problem is a sandbox's torch.export (~3 minutes for
+    200 on the H200, every call of an evaluation cut short and run again): kept in the warehouse by the teacher's
+    code version, and the next evaluation of the same problems takes them from there."""
+    from training.teacher import TemplateTeacher
+
+    run_id, overrides, wh, _ = evaluation
+    version = TemplateTeacher().version
+    problems = wh.problems(run_id)
+    kept = wh.known_teacher_answers("teacher:template", version, "cpu", [p.id for p in problems])
+    assert set(kept) == {p.id for p in problems} and all(kept.values())
+    assert wh.known_teacher_answers("teacher:template", "another-version", "cpu", list(kept)) == {}
+    relu = next(p for p in problems if p.name.endswith("1_ReLU"))
+    # a kept answer is what the next evaluation judges (the problem is not asked again): this one now refuses
+    with wh.connect() as con:
+        con.execute("UPDATE teacher_answers SET answer = 'no kernel, kept' WHERE problem_id = ?", [relu.id])
+    again = stage(name="evaluate", overrides=overrides)
+    sources = {c.problem_id: c.source for c in wh.candidates(again) if c.turn == 0}
+    assert "no kernel, kept" in sources[relu.id]
+    assert all("load_inline" in sources[p.id] for p in problems if p.id != relu.id and p.id in sources
+               and "load_inline" in kept[p.id])
+
+
 def test_a_kernelbench_problem_too_large_for_the_cpu_is_scaled_down_explicitly(evaluation):
     """evaluate.scale_to_mb: the 2 GiB problem is judged at <= 1 MiB, its factor in the table; the others are
     small enough to stay as they are (scale 1)."""

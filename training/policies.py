@@ -44,6 +44,19 @@ class TeacherPolicy:
         self.name = f"teacher:{teacher.name}"
         self._answers: dict[str, str] = {}
 
+    @property
+    def version(self) -> str | None:
+        """Its teacher's code version where its answers are a function of the problem (the template teacher):
+        answers that may be kept across runs; None for a teacher that samples."""
+        return getattr(self.teacher, "version", None)
+
+    def remember(self, answers: dict[str, str]) -> None:
+        """Answers given in an earlier run (`version` the same), asked for no more."""
+        self._answers.update(answers)
+
+    def answers(self, problem_ids: list[str]) -> dict[str, str]:
+        return {pid: self._answers[pid] for pid in problem_ids if pid in self._answers}
+
     def prepare(self, problems: list[Problem], advance: Callable[[int], None] | None = None, chunk: int = 32) -> None:
         """Answer every problem now, `chunk` at a time, so that a caller can show progress: a sandboxed teacher's
         answers for KernelBench's 200 problems take a minute or more before the first candidate is judged."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import os
+import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -782,6 +783,19 @@ class TemplateTeacher:
     def __init__(self, analyser=None, sandboxed: bool = False):
         self.analyser = analyser
         self.sandboxed = sandboxed
+
+    @property
+    def version(self) -> str:
+        """A hash of the code its answers come from (this module, the graph walk, the completion's format): its
+        answers are a function of the problem, the backend and this, so a caller may keep them across runs."""
+        import hashlib
+        import inspect
+
+        import operators.graph
+        import training.prompts
+
+        sources = [inspect.getsource(m) for m in (sys.modules[__name__], operators.graph, training.prompts)]
+        return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:16]
 
     def solve_many(self, problems: list[Problem], backend: str) -> list[TeacherOutput]:
         """In order. Problems answered in a sandbox are answered `SANDBOXED_AT_ONCE` at a time: each is a sandbox's

@@ -64,6 +64,10 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     stage_run_id VARCHAR NOT NULL, name VARCHAR NOT NULL, path VARCHAR NOT NULL, step INTEGER,
     created TIMESTAMP, PRIMARY KEY (stage_run_id, name)
 );
+CREATE TABLE IF NOT EXISTS teacher_answers (
+    teacher VARCHAR NOT NULL, version VARCHAR NOT NULL, backend VARCHAR NOT NULL, problem_id VARCHAR NOT NULL,
+    answer VARCHAR NOT NULL, stage_run_id VARCHAR, PRIMARY KEY (teacher, version, backend, problem_id)
+);
 CREATE TABLE IF NOT EXISTS eval_results (
     stage_run_id VARCHAR NOT NULL, problem_id VARCHAR NOT NULL, sample INTEGER NOT NULL, turn INTEGER NOT NULL,
     candidate_id VARCHAR, category VARCHAR, passed BOOLEAN, speedup DOUBLE,
@@ -328,6 +332,22 @@ class Warehouse:
         rows = self._rows("SELECT id, any_value(hints) AS hints FROM problems WHERE id IN (SELECT unnest(?)) "
                           "AND hints IS NOT NULL AND hints != '[]' GROUP BY id", [ids])
         return {r["id"]: [TensorHint(**h) for h in json.loads(r["hints"])] for r in rows}
+
+    def known_teacher_answers(self, teacher: str, version: str, backend: str, problem_ids: Iterable[str]) \
+            -> dict[str, str]:
+        """Answers a deterministic teacher (the template teacher, at this version of its code) gave these problems
+        in an earlier run: a KernelBench evaluation cut short and run again asks for none of its 200 again."""
+        ids = list(problem_ids)
+        if not ids:
+            return {}
+        rows = self._rows("SELECT problem_id, answer FROM teacher_answers WHERE teacher = ? AND version = ? AND "
+                          "backend = ? AND problem_id IN (SELECT unnest(?))", [teacher, version, backend, ids])
+        return {r["problem_id"]: r["answer"] for r in rows}
+
+    def add_teacher_answers(self, run_id: str, teacher: str, version: str, backend: str,
+                            answers: dict[str, str]) -> int:
+        return self._insert("teacher_answers", [[teacher, version, backend, pid, answer, run_id]
+                                                for pid, answer in answers.items()])
 
     def known_sizes(self, problem_ids: Iterable[str]) -> dict[str, dict[str, int]]:
         """The input, output and weight bytes some earlier run's analysis recorded for these problems (`measures`;
