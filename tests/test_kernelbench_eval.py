@@ -445,3 +445,26 @@ def test_the_template_teacher_answers_sandboxed_problems_together_in_their_order
     assert advanced == [2, 1] and Counted.asked == 3  # one answer a problem, in chunks the caller sees
     answers = policy.complete([(p, [], seed) for seed, p in enumerate(problems)], None)
     assert Counted.asked == 3 and answers == [o.completion for o in alone]
+
+
+def test_an_answer_the_machine_decided_is_not_kept(kernelbench, verifier_cache):
+    """A refusal because the analysis sandbox timed out (a loaded machine) says nothing about the problem: the
+    template teacher marks it passing and a teacher policy offers it for no keeping — the next run asks again."""
+    from operators.imports import load_kernelbench
+    from schemas.config import VerifierConfig
+    from training.policies import TeacherPolicy
+    from training.teacher import TemplateTeacher
+    from verifier.analysis import ReferenceAnalyser
+
+    problems, _ = load_kernelbench(kernelbench, [1])
+    relu = next(p for p in problems if p.name.endswith("1_ReLU"))
+    hurried = ReferenceAnalyser(VerifierConfig(run_timeout_s=0.001), verifier_cache)
+    try:
+        out = TemplateTeacher(analyser=hurried).solve(relu, "cpu")
+        assert out.completion is None and "did not finish" in out.refusal and not out.lasting
+        policy = TeacherPolicy(TemplateTeacher(analyser=hurried), "cpu")
+        policy.prepare([relu])
+        assert "did not finish" in policy.complete([(relu, [], 0)], None)[0]
+        assert policy.answers([relu.id]) == {}
+    finally:
+        hurried.close()

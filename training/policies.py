@@ -43,6 +43,7 @@ class TeacherPolicy:
         self.backend = backend
         self.name = f"teacher:{teacher.name}"
         self._answers: dict[str, str] = {}
+        self._passing: set[str] = set()  # answers the machine decided (TeacherOutput.lasting False): never kept
 
     @property
     def version(self) -> str | None:
@@ -55,7 +56,8 @@ class TeacherPolicy:
         self._answers.update(answers)
 
     def answers(self, problem_ids: list[str]) -> dict[str, str]:
-        return {pid: self._answers[pid] for pid in problem_ids if pid in self._answers}
+        """Its answers to these problems that the next run would get again (for keeping)."""
+        return {pid: self._answers[pid] for pid in problem_ids if pid in self._answers and pid not in self._passing}
 
     def prepare(self, problems: list[Problem], advance: Callable[[int], None] | None = None, chunk: int = 32) -> None:
         """Answer every problem now, `chunk` at a time, so that a caller can show progress: a sandboxed teacher's
@@ -72,4 +74,6 @@ class TeacherPolicy:
         todo = list({p.id: p for p, _, _ in requests if p.id not in self._answers}.values())
         for problem, out in zip(todo, self.teacher.solve_many(todo, self.backend)):
             self._answers[problem.id] = out.completion or f"(the {self.teacher.name} teacher refused: {out.refusal})"
+            if not out.lasting:
+                self._passing.add(problem.id)
         return [self._answers[p.id] for p, _, _ in requests]

@@ -34,6 +34,9 @@ class TeacherOutput:
     problem_id: str
     completion: str | None = None  # six-step reasoning + ```python block
     refusal: str | None = None  # why the teacher could not solve it
+    # the same problem gets the same answer next time: False where the machine, not the problem, decided it (an
+    # analysis sandbox that timed out or died under load), so that no one keeps it across runs
+    lasting: bool = True
 
 
 class Teacher(Protocol):
@@ -820,7 +823,7 @@ class TemplateTeacher:
             try:
                 answer = self.analyser.teacher(problem, backend)
             except AnalysisError as exc:
-                return TeacherOutput(problem.id, refusal=str(exc)[:300])
+                return TeacherOutput(problem.id, refusal=str(exc)[:300], lasting=False)
             return TeacherOutput(problem.id, completion=answer.get("completion"), refusal=answer.get("refusal"))
         try:
             graph = export_reference(load_reference_module(problem.reference, f"teacher_{problem.id}"))
