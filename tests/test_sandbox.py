@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing.forkserver
 import os
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -824,3 +825,24 @@ def test_a_problems_memory_estimate_before_its_reference_runs_comes_from_its_mea
     assert memory_estimate_mb(6 << 30, limit_mb=32768) == 2 * 6144 + 3072
     assert memory_estimate_mb(6 << 30, limit_mb=8192) == 8192  # never past a sandbox's own limit
     assert measured_reference_peak(Problem(id="q", source="test", reference="x")) is None  # nothing measured
+
+
+def test_the_gpus_memory_is_told_by_whose_sandbox_holds_it():
+    """The heartbeat's account of GPU memory (a full-size timing ran out of it beside stopped sandboxes): each
+    process nvidia-smi lists is counted for the sandbox it is, or runs in (its cgroup: a compiled reference's
+    workers), by kind; the rest is not the sandboxes'. Read from this process's own cgroup."""
+    from verifier.sandboxes import cgroup_leaf, describe_gpu_memory, nvidia_smi_memory
+
+    me = os.getpid()
+    leaf = cgroup_leaf(me)
+    assert cgroup_leaf(2**22 + 1) is None  # no such process
+    boxes = [(11, (), "reference"), (12, (), "run stopped"), (13, (leaf or "no-cgroup",), "run")]
+    apps = [(11, 10240), (12, 4096), (12_345_678, 2048), *([(me, 1024)] if leaf else [])]
+    line = describe_gpu_memory(apps, [(0, 20480, 143360)], boxes, cgroup_leaf)
+    assert line.startswith("GPU memory 20.0 of 140.0 GB used")
+    assert "reference 1 (10.0 GB)" in line and "run stopped 1 (4.0 GB)" in line
+    if leaf:  # a process in a sandbox's cgroup counts for it
+        assert "sandboxes' 15.0 GB" in line and "run 1 (1.0 GB)" in line
+    assert "1 other processes 2.0 GB" in line
+    if shutil.which("nvidia-smi") is None:
+        assert nvidia_smi_memory() == ([], [])  # no GPU: nothing to tell, and no error

@@ -330,6 +330,8 @@ class LocalVerifierPool(VerifierPool):
             line += f"; {stopped} sandboxes stopped while a timing holds their device"
         if holders := self.devices.lock_holders():  # another process's hold keeps a timing here waiting
             line += "; device locks held by " + ", ".join(holders)
+        if self.judge.device == "cuda" and (gpu := self.judge.sandboxes.gpu_memory()):
+            line += "; " + gpu
         return line
 
     def _ran_here(self, problem_id: str) -> bool:

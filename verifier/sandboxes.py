@@ -142,6 +142,58 @@ def cpu_accounting(add):
         _cpu_sink.add = previous
 
 
+def nvidia_smi_memory(timeout_s: float = 10.0) -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]:
+    """([(pid, MB)] of the GPUs' compute processes, [(GPU index, MB used, MB total)]) as nvidia-smi reports
+    them; ([], []) where it cannot (no nvidia-smi, no GPU, a driver that does not answer in time)."""
+    import subprocess
+
+    def query(*args: str) -> list[list[str]]:
+        out = subprocess.run(["nvidia-smi", *args, "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             timeout=timeout_s, check=True).stdout
+        return [[field.strip() for field in line.split(",")] for line in out.splitlines() if line.strip()]
+
+    try:
+        gpus = [(int(i), int(used), int(total)) for i, used, total in query("--query-gpu=index,memory.used,memory.total")]
+        apps = [(int(pid), int(mb)) for pid, mb in query("--query-compute-apps=pid,used_memory")
+                if pid.isdigit() and mb.isdigit()]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return [], []
+    return apps, gpus
+
+
+def cgroup_leaf(pid: int) -> str | None:
+    """The last component of the cgroup (v2, else v1's memory hierarchy) process `pid` is in; None if gone."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    paths = {fields[1]: fields[2] for fields in (line.split(":", 2) for line in lines) if len(fields) == 3}
+    path = paths.get("") or paths.get("memory")
+    return Path(path).name if path else None
+
+
+def describe_gpu_memory(apps: list[tuple[int, int]], gpus: list[tuple[int, int, int]],
+                        boxes: list[tuple[int, tuple[str, ...], str]], leaf_of: Callable[[int], str | None]) -> str:
+    """`GPU memory 134.5 of 139.8 GB used; sandboxes' 120.3 GB: reference 3 (40.1 GB), run stopped 6 (50.0 GB),
+    ...; not sandboxes' 14.2 GB` — each GPU process counted for the sandbox (pid, cgroup leaf names, kind) it runs
+    in: its own pid, or a process in its cgroup (a compiled reference's workers)."""
+    by_pid = {pid: kind for pid, _, kind in boxes}
+    by_leaf = {leaf: kind for _, leaves, kind in boxes for leaf in leaves}
+    kinds: dict[str, list[int]] = {}
+    others: list[int] = []
+    for pid, mb in apps:
+        kind = by_pid.get(pid) or by_leaf.get(leaf_of(pid) or "")
+        (others if kind is None else kinds.setdefault(kind, [])).append(mb)
+    used, total = sum(g[1] for g in gpus), sum(g[2] for g in gpus)
+    ours = sum(sum(v) for v in kinds.values())
+    parts = ", ".join(f"{kind} {len(mbs)} ({sum(mbs) / 1024:.1f} GB)" for kind, mbs in sorted(kinds.items()))
+    # what nvidia-smi names but no sandbox owns (the policy, another job; a pid from another namespace), and
+    # what it does not name at all (contexts it cannot attribute)
+    return (f"GPU memory {used / 1024:.1f} of {total / 1024:.1f} GB used; sandboxes' {ours / 1024:.1f} GB"
+            f"{': ' + parts if parts else ''}; not sandboxes' {(used - ours) / 1024:.1f} GB "
+            f"({len(others)} other processes {sum(others) / 1024:.1f} GB)")
+
+
 class Sandbox:
     """One sandbox process and the judge's end of its channel."""
 
@@ -531,6 +583,22 @@ class SandboxFactory:
         with self._lock:
             live = list(self._live)
         return sum(box.stopped for box in live)
+
+    def gpu_memory(self) -> str | None:
+        """Where the GPUs' memory is, for a heartbeat: each GPU's use, and how much of it this factory's sandboxes
+        hold, by kind (a reference's, a candidate's — how many of those stopped beside a timing —, a spare's, a
+        build's) and what is not theirs; None where nvidia-smi cannot say (no GPU). A full-size reference's timing
+        ran out of GPU memory on the H200 beside stopped sandboxes (2026-12-05): this says whose it was."""
+        apps, gpus = nvidia_smi_memory()
+        if not gpus:
+            return None
+        with self._lock:
+            live = list(self._live)
+            spares = {id(box) for boxes in self._spares.values() for box in boxes}
+        boxes = [(box.pid, tuple(Path(leaf).name for leaf in box.home.cgroups),
+                  "spare" if id(box) in spares else box.role + (" stopped" if box.stopped else ""))
+                 for box in live]
+        return describe_gpu_memory(apps, gpus, boxes, cgroup_leaf)
 
     def reserve(self, alone: bool = False, memory_mb: int | None = None, judge_mb: int = 0) -> MemoryReservation:
         """This thread's share of the memory budget for its judgement (waits for its turn; see MemoryBudget):
