@@ -169,7 +169,7 @@ def cgroup_leaf(pid: int) -> str | None:
         return None
     paths = {fields[1]: fields[2] for fields in (line.split(":", 2) for line in lines) if len(fields) == 3}
     path = paths.get("") or paths.get("memory")
-    return Path(path).name if path else None
+    return (Path(path).name or None) if path else None  # the root cgroup has no name: no sandbox's
 
 
 def describe_gpu_memory(apps: list[tuple[int, int]], gpus: list[tuple[int, int, int]],
