@@ -250,11 +250,13 @@ def test_a_trained_policy_is_evaluated_on_kernelbench_with_feedback_turns(demo, 
     for name, body in {"1_ReLU": "torch.relu(x)", "2_Sum_over_dim": "torch.sum(x, dim=1)"}.items():
         (tmp_path / "level1").mkdir(exist_ok=True)
         (tmp_path / "level1" / f"{name}.py").write_text(KERNELBENCH_PROBLEM.format(body=body))
-    result = CliRunner().invoke(app, ["eval", "--from-run", runs["leap_rl"], "--kernelbench", str(tmp_path),
-                                      "--level", "1", "--config", _config_file(overrides), "--set",
-                                      "evaluate.scale_to_mb=1", "--set", "evaluate.samples_per_problem=2"])
-    assert result.exit_code == 0, result.output
-    evaluated = wh.latest_run("evaluate").id
+    # what `kerneldojo eval --from-run <leap_rl run> --kernelbench <folder> --level 1` runs (the CLI in this process
+    # would leave its Prefect server to the tests after it)
+    from flows.evaluation import eval_overrides
+
+    chosen = eval_overrides(from_run=runs["leap_rl"], kernelbench_dir=str(tmp_path), levels=[1])
+    evaluated = stage(name="evaluate", from_run=runs["leap_rl"], overrides=[
+        *overrides, *chosen, "evaluate.scale_to_mb=1", "evaluate.samples_per_problem=2"])
     summary = wh.summary(evaluated)
     assert summary["evaluated"] == f"leap_rl:{runs['leap_rl']}" and summary["problems_from"] == "kernelbench levels 1"
     assert summary["problems"] == 2 and summary["reference_broken"] == 0
