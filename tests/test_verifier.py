@@ -409,6 +409,30 @@ def test_a_reference_check_cut_short_keeps_the_references_that_ran(tmp_path):
         assert [key[0] for key in pool.judge._references] == [p.id for p in problems if p.id != seen[0]]
 
 
+def test_a_reference_that_ran_for_a_verdict_is_remembered_before_any_check(tmp_path):
+    """An evaluation judges first and checks the references after; on a GPU box a call's limit cuts it during the
+    judging. A reference that ran for a verdict is remembered with that verdict, so the next call's check does not
+    run it again (a full-size KernelBench reference: 15-30 s); one no candidate ran (its only candidate failed to
+    compile) is still checked."""
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2", "verifier.timed=false"]).verifier
+    judged = problem()
+    unjudged_source = REFERENCE.replace("* self.w", "* self.w + 0")
+    unjudged = Problem(id=Problem.make_id(unjudged_source), source="test", reference=unjudged_source, name="unrun")
+    uncompiled = Candidate(id=Candidate.make_id(unjudged.id, "class ModelNew(:\n", "cpu"), problem_id=unjudged.id,
+                           source="class ModelNew(:\n", origin="syntax error")
+    with LocalVerifierPool(cfg, tmp_path) as pool:  # cut short after its verdicts: no check follows
+        verdicts = {v.problem_id: v for v in pool.verify_many([(judged, candidate("wrong_output")),
+                                                               (unjudged, uncompiled)])}
+        assert verdicts[judged.id].category == V.wrong_output
+        assert verdicts[unjudged.id].category == V.compile_error
+    checked: list[str] = []
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        assert pool.check_references([judged, unjudged], on_checked=checked.append, keep=False) == {}
+        assert sorted(checked) == sorted([judged.id, unjudged.id])
+        assert pool.judge.reference_ran(unjudged.id) and not pool.judge.reference_ran(judged.id)
+        assert pool.reference_cost()["references"] == 1  # the unjudged one's run alone
+
+
 def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their_digest(verifier_cache):
     """A problem whose trials are too large to keep (KernelBench level 1 at full size: 12.8 GB a trial) keeps only
     their outputs' digests: each candidate's trials are made again by the reference, and judged as before."""

@@ -170,6 +170,7 @@ class VerifierPool(ABC):
         self.calls = 0  # verifier calls made, cache hits included
         # problem id -> why its reference broke during a judgement: its later pairs are not judged
         self.broken: dict[str, str] = {}
+        self._remembered: set[str] = set()  # problems whose reference run this pool has remembered
 
     def verify(self, problem: Problem, candidate: Candidate) -> Verdict:
         """One verdict; a reference that cannot be judged against raises ReferenceError."""
@@ -185,6 +186,7 @@ class VerifierPool(ABC):
         cached, `on_broken` told (a broken reference is the problem's fault, never the candidate's: callers
         leave the problem out). The rest of the batch is judged as usual."""
         keys: dict[str, str] = {}
+        problems: dict[str, Problem] = {}
         handles = []
         for problem, candidate in pairs:
             self.calls += 1
@@ -201,6 +203,7 @@ class VerifierPool(ABC):
                 yield verdict
                 continue
             keys[candidate.id] = key
+            problems[problem.id] = problem
             handles.append(self._submit(problem, candidate))
         for verdict in self._completed(handles):
             if isinstance(verdict, ReferenceBroken):
@@ -210,6 +213,11 @@ class VerifierPool(ABC):
                 continue
             if self.config.use_cache:
                 self.cache.put(keys[verdict.candidate_id], verdict)
+                # its reference ran for this verdict: remembered now, not at the check that follows the judging,
+                # which a call's limit may never reach (the next call's check would run it again)
+                if self._ran_here(verdict.problem_id) and verdict.problem_id not in self._remembered:
+                    self.cache.remember_reference_ran(problems[verdict.problem_id], self.config)
+                    self._remembered.add(verdict.problem_id)
             if on_verdict:
                 on_verdict(verdict)
             yield verdict
