@@ -142,6 +142,19 @@ def test_a_reference_that_breaks_while_its_candidate_is_judged_is_left_out_not_f
     assert {r["name"]: bool(r["left_out"]) for r in table} == {"level1/1_ReLU": False, "level1/2_Moody_ReLU": True}
 
 
+def test_the_template_teachers_kept_answers_are_not_another_torchs(monkeypatch):
+    """Its answers are written from torch.export's graph, which changes between torch versions: answers kept under
+    one torch (this machine's) are not taken under another (the GPU box's)."""
+    import torch
+
+    from training.teacher import TemplateTeacher
+
+    here = TemplateTeacher().version
+    assert TemplateTeacher().version == here  # a function of the code, not of the moment
+    monkeypatch.setattr(torch, "__version__", "2.11.0+cu130")
+    assert TemplateTeacher().version != here
+
+
 def test_the_template_teachers_answers_are_kept_and_not_asked_for_again(evaluation):
     """Each of the template teacher's answers to a KernelBench problem is a sandbox's torch.export (~3 minutes for
     200 on the H200, every call of an evaluation cut short and run again): kept in the warehouse by the teacher's

@@ -790,7 +790,8 @@ class TemplateTeacher:
     @property
     def version(self) -> str:
         """A hash of the code its answers come from (this module, the graph walk, the completion's format): its
-        answers are a function of the problem, the backend and this, so a caller may keep them across runs."""
+        answers are a function of the problem, the backend and this, so a caller may keep them across runs. torch's
+        version too: the graph it writes from is torch.export's, which changes between versions."""
         import hashlib
         import inspect
 
@@ -798,7 +799,7 @@ class TemplateTeacher:
         import training.prompts
 
         sources = [inspect.getsource(m) for m in (sys.modules[__name__], operators.graph, training.prompts)]
-        return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:16]
+        return hashlib.sha256("\0".join([torch.__version__, *sources]).encode()).hexdigest()[:16]
 
     def solve_many(self, problems: list[Problem], backend: str) -> list[TeacherOutput]:
         """In order. Problems answered in a sandbox are answered `SANDBOXED_AT_ONCE` at a time: each is a sandbox's
