@@ -61,6 +61,14 @@ class VerifierConfig(StrictModel):
         "3 GiB, at most memory_limit_mb), its candidate's sandbox capped there — a candidate killed at that cap is "
         "judged again with its whole limit, so no verdict depends on the estimate; more small problems judged at "
         "once (KernelBench level 2's median trial is 0.2 GB beside level 1's 4 GB). Needs cgroups (else `limit`)")
+    gpu_memory_admission: bool = Field(
+        True, description="cuda: a judgement also waits until its share of the GPU's memory fits beside those "
+        "running (a CUDA context per process and 3x its problem's measured inputs and outputs, plus its weights): "
+        "a sandbox's cudaMalloc has no cgroup, and sandboxes stopped for a timing keep their memory, so full-size "
+        "KernelBench judgements side by side ran the GPU out of memory")
+    gpu_memory_mb: int = Field(0, ge=0, description="cuda: GPU memory (MB per device) judgements may be promised; "
+                               "0 = 90 % of what is free on the device when the judge first uses it, less kept_gb (the judge keeps its "
+                               "references' expected outputs there)")
     timing_runs: int = Field(10, ge=1)
     timing_warmup: int = Field(2, ge=0)
     compare_torch_compile: bool = Field(True, description="cuda: also time the reference under torch.compile")

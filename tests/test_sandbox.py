@@ -245,9 +245,11 @@ def test_verdicts_move_to_another_home_only_through_an_export_that_home_imports(
         forged = judged.model_copy(update={"category": V.passed, "correct": True}).model_dump_json().encode()
         (pool.cache.store.root / f"{'0' * 24}.json").write_bytes(forged)  # unsigned: must not travel
     exported = tmp_path / "verdicts.jsonl.xz"
-    assert export_verdicts(box, exported) == 1
+    assert export_verdicts(box, exported) == 2  # the verdict and its reference's mark (it ran), not the forgery
+    assert sorted(json.loads(line)["key"].startswith("reference-") for line in lzma.open(exported, "rt")) == \
+        [False, True]
     assert (box / "secret").read_bytes() not in lzma.open(exported).read()
-    assert import_verdicts(here, exported) == 1
+    assert import_verdicts(here, exported) == 2
     with LocalVerifierPool(cfg, here) as pool:
         again = pool.verify(problem(), cand)
         assert again.cached and again.category == V.wrong_output and pool.cache.store.refused == 0
@@ -464,6 +466,65 @@ def test_a_judgement_promises_the_judge_s_copies_of_a_full_size_trial():
     # a trial loaded and the candidate's inputs written: 18 GiB (its outputs are the candidate's own memory file)
     assert judge_copies_mb(full) == (3 * 6_400_000_000) >> 20
     assert judge_copies_mb(Problem(id="q", source="test", reference="x")) == 0  # unmeasured
+
+
+def test_judgements_on_a_gpu_wait_for_their_share_of_its_memory_too():
+    """On a GPU the host budget is not the wall: full-size judgements side by side ran the H200 out of memory (a
+    sandbox's cudaMalloc has no cgroup). A tracked device admits a judgement only while its GPU share fits too:
+    one that fits on the host but not on the GPU waits, one on another device or an untracked one does not, a
+    thread's own sandboxes take nothing more (re-entrant), and alone it has the GPU to itself."""
+    import threading
+
+    from verifier.isolation import MemoryBudget
+
+    budget = MemoryBudget(100)
+    budget.track_gpu(0, 10)
+    budget.track_gpu(0, 99)  # the first capacity stands: every judge of the process shares one device
+    first = budget.reserve(10, gpu_mb=8, device_index=0)
+    with budget.reserve(10, gpu_mb=50, device_index=0):  # re-entrant: this thread's judgement holds its share
+        assert budget.gpu_used_mb[0] == 8 and budget.used_mb == 10
+    started = {name: threading.Event() for name in ("gpu 0", "untracked gpu 1", "alone")}
+
+    def judgement(name, **share):
+        with budget.reserve(10, **share):
+            started[name].set()
+
+    waiting = threading.Thread(target=judgement, args=("gpu 0",), kwargs={"gpu_mb": 4, "device_index": 0})
+    waiting.start()
+    other = threading.Thread(target=judgement, args=("untracked gpu 1",), kwargs={"gpu_mb": 400, "device_index": 1})
+    other.start()
+    assert started["untracked gpu 1"].wait(5)
+    assert not started["gpu 0"].wait(0.3)  # 20 MB of 100 on the host, but 8 + 4 GPU MB of 10
+    first.release()
+    assert started["gpu 0"].wait(5)
+    for thread in (waiting, other):
+        thread.join(5)
+    assert budget.gpu_used_mb[0] == 0 and budget.used_mb == 0
+    held = budget.reserve(10, gpu_mb=1, device_index=0)
+    lone = threading.Thread(target=judgement, args=("alone",), kwargs={"alone": True})
+    lone.start()
+    assert not started["alone"].wait(0.3)  # a GPU share alone is a judgement running: alone waits for it
+    held.release()
+    assert started["alone"].wait(5)
+    lone.join(5)
+    with budget.reserve(10, gpu_mb=25, device_index=0):  # more than the device: all of it
+        assert budget.gpu_used_mb[0] == 10
+    assert budget.gpu_used_mb[0] == 0
+
+
+def test_a_judgements_gpu_share_is_estimated_from_its_problems_measured_sizes():
+    from schemas.records import Problem
+    from verifier.judge import gpu_memory_capacity_mb, gpu_memory_estimate_mb
+
+    level1 = Problem(id="p", source="test", reference="x",
+                     measures={"input_bytes": 6_442_450_944, "output_bytes": 6_442_450_944, "weight_bytes": 1 << 30})
+    # two processes' CUDA contexts, three trials' worth of inputs and outputs (alternating timed sets, outputs,
+    # the judge's copies), the weights once: 41 GB, three at once on an H200
+    assert gpu_memory_estimate_mb(level1) == 2 * 1024 + 3 * 2 * 6144 + 1024
+    assert gpu_memory_estimate_mb(Problem(id="q", source="test", reference="x")) == 2048  # unmeasured: contexts
+    # an H200 with 140 GB free and the judge keeping 16 GB of expected outputs there: two such at once, not three
+    assert gpu_memory_capacity_mb(140 * 1024, 16) == int(140 * 1024 * 0.9) - 16 * 1024
+    assert gpu_memory_capacity_mb(20 * 1024, 16) == 10 * 1024  # never below half of what is free
 
 
 def test_judgements_start_only_while_their_memory_limits_fit_beside_those_running():

@@ -371,9 +371,9 @@ def test_a_check_that_keeps_nothing_promises_no_memory_for_the_judges_copies(tmp
         sandboxes, promised = pool.judge.sandboxes, []
         reserve = sandboxes.reserve
 
-        def recorded(alone=False, memory_mb=None, judge_mb=0):
+        def recorded(alone=False, memory_mb=None, judge_mb=0, **gpu):
             promised.append(judge_mb)
-            return reserve(alone=alone, memory_mb=memory_mb, judge_mb=judge_mb)
+            return reserve(alone=alone, memory_mb=memory_mb, judge_mb=judge_mb, **gpu)
 
         sandboxes.reserve = recorded
         pool.judge.check_reference(measured, keep=False)

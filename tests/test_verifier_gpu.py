@@ -344,6 +344,31 @@ def test_cuda_a_candidate_that_holds_the_gpus_memory_fails_no_neighbour(verifier
         judge.close()
 
 
+def test_cuda_judgements_are_admitted_by_their_share_of_the_gpus_memory(verifier_cache):
+    """verifier.gpu_memory_admission: two judgements whose GPU shares do not fit the device's promise together run
+    one after the other, both pass; with gpu_memory_mb unset the promise is what the device has free."""
+    import torch
+
+    problem = example_problem("scale_shift", "cuda")
+    large = problem.model_copy(update={"measures": {**problem.measures, "input_bytes": 500 << 20,
+                                                    "output_bytes": 500 << 20}})
+    share = 2048 + 3 * 1000  # contexts, and three times a trial's 1000 MB
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=30", "verifier.use_cache=false",
+                             "verifier.trials=2", f"verifier.gpu_memory_mb={share + share // 2}",
+                             "verifier.sandbox_memory_mb=60001"]).verifier  # a budget of its own in this process
+    candidates = [cuda_candidate(), cuda_candidate(extra="# the same kernel, another candidate\n")]
+    with LocalVerifierPool(cfg, verifier_cache) as pool:
+        verdicts = list(pool.verify_many([(large, c) for c in candidates]))
+        budget = pool.judge.sandboxes.memory_budget
+        assert [v.category for v in verdicts] == [V.passed, V.passed], [v.detail for v in verdicts]
+        assert budget.gpu_capacity_mb[0] == share + share // 2 and budget.gpu_peak_mb[0] == share
+        assert "GPU 0 memory promised" in pool.activity()
+    measured = load_config(None, ["verifier.backend=cuda", "verifier.sandbox_memory_mb=60002"]).verifier
+    with Judge(measured, verifier_cache) as judge:
+        assert judge.judgement_gpu_mb(problem) == 2048
+        assert 0 < judge.sandboxes.memory_budget.gpu_capacity_mb[0] << 20 <= torch.cuda.mem_get_info(0)[1]
+
+
 MATMUL_REFERENCE = """import torch
 import torch.nn as nn
 

@@ -403,7 +403,8 @@ class MemoryBudget:
     sandbox that killed runs again alone). One per process and capacity (`shared`): every judge of a process
     draws on the same machine. Fair to large shares: once one has waited STARVING_S, those asked for after it
     wait behind it (otherwise small shares that keep fitting beside the running ones never leave it room: a
-    16 GB reference check waited 7 minutes behind 5 GB ones on a 20 GB budget)."""
+    16 GB reference check waited 7 minutes behind 5 GB ones on a 20 GB budget). On a GPU, a judgement's share of
+    its device's memory is a second promise of the same hold (track_gpu): a sandbox's cudaMalloc has no cgroup."""
 
     _shared: dict[int, "MemoryBudget"] = {}
     _shared_lock = threading.Lock()
@@ -417,38 +418,57 @@ class MemoryBudget:
         self._waiting: dict[int, float] = {}  # ticket (in order of asking) -> when its share began to wait
         self._tickets = itertools.count()
         self._changed = threading.Condition()
+        # GPU memory, per device, where tracked (track_gpu): what nothing else bounds — a sandbox's cudaMalloc
+        # has no cgroup, and sandboxes a timing has stopped keep theirs
+        self.gpu_capacity_mb: dict[int, int] = {}
+        self.gpu_used_mb: dict[int, int] = {}
+        self.gpu_peak_mb: dict[int, int] = {}
 
     @classmethod
     def shared(cls, capacity_mb: int) -> "MemoryBudget":
         with cls._shared_lock:
             return cls._shared.setdefault(capacity_mb, cls(capacity_mb))
 
-    def reserve(self, memory_mb: int, alone: bool = False, judge_mb: int = 0) -> "MemoryReservation":
+    def track_gpu(self, device_index: int, capacity_mb: int) -> None:
+        """Admit judgements on device `device_index` by GPU memory too, `capacity_mb` of it (the first caller's)."""
+        with self._changed:
+            self.gpu_capacity_mb.setdefault(device_index, max(1, capacity_mb))
+            self.gpu_used_mb.setdefault(device_index, 0)
+
+    def reserve(self, memory_mb: int, alone: bool = False, judge_mb: int = 0, gpu_mb: int = 0,
+                device_index: int = 0) -> "MemoryReservation":
         """Block until `memory_mb` (at most the whole budget) fits, unless this thread holds a share already.
         `judge_mb`: what the judge itself holds for the judgement meanwhile (a full-size trial loaded, the inputs
         it hands the candidate, the outputs it reads back: 2 x 12.8 GB for a KernelBench level-1 problem), taken
         beside the sandboxes' share and never a sandbox's limit. `alone`: the whole budget, once every judgement
-        running has ended; later ones may start while it waits, for ALONE_PATIENCE_S, then none does."""
+        running has ended; later ones may start while it waits, for ALONE_PATIENCE_S, then none does.
+        `gpu_mb`: its share of device `device_index`'s memory, where that device is tracked (track_gpu): it
+        waits until both fit; alone, it has the device to itself too."""
         thread = threading.get_ident()
         with self._changed:
             held = self._held.get(thread)
             if held is None:
                 sandbox_mb = self.capacity_mb if alone else min(memory_mb, self.capacity_mb)
                 memory_mb = self.capacity_mb if alone else min(memory_mb + max(0, judge_mb), self.capacity_mb)
+                gpu_capacity = self.gpu_capacity_mb.get(device_index)
+                gpu_mb = 0 if gpu_capacity is None or alone else min(max(0, gpu_mb), gpu_capacity)
                 if alone:
                     ticket = next(self._tickets)
                     self._alone_since[ticket] = time.monotonic()
                     try:
                         with doing("waiting for memory (all of it, alone)"):
-                            self._changed.wait_for(lambda: self.used_mb == 0)
+                            self._changed.wait_for(lambda: not self._held)
                     finally:
                         del self._alone_since[ticket]
                 else:
                     ticket = next(self._tickets)
                     self._waiting[ticket] = time.monotonic()
+                    what = f"{memory_mb} MB" + (f", {gpu_mb} MB of GPU {device_index}" if gpu_mb else "")
                     try:
-                        with doing(f"waiting for memory ({memory_mb} MB)"):
+                        with doing(f"waiting for memory ({what})"):
                             self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb
+                                                   and (not gpu_mb or self.gpu_used_mb[device_index] + gpu_mb
+                                                        <= gpu_capacity)
                                                    and not self._alone_impatient()
                                                    and not self._starving_before(ticket))
                     finally:
@@ -456,7 +476,11 @@ class MemoryBudget:
                             self._changed.notify_all()  # it was starving: those behind it may go now
                 self.used_mb += memory_mb
                 self.peak_mb = max(self.peak_mb, self.used_mb)
-                held = self._held[thread] = _Hold(memory_mb, sandbox_mb)
+                if gpu_mb:
+                    self.gpu_used_mb[device_index] += gpu_mb
+                    self.gpu_peak_mb[device_index] = max(self.gpu_peak_mb.get(device_index, 0),
+                                                         self.gpu_used_mb[device_index])
+                held = self._held[thread] = _Hold(memory_mb, sandbox_mb, gpu_mb, device_index)
                 if len(self._held) > 1:  # judgements that overlap, however briefly, each had company
                     for hold in self._held.values():
                         hold.accompanied = True
@@ -483,6 +507,8 @@ class MemoryBudget:
             if held.sandboxes == 0:
                 del self._held[thread]
                 self.used_mb -= held.memory_mb
+                if held.gpu_mb:
+                    self.gpu_used_mb[held.device_index] -= held.gpu_mb
                 self._changed.notify_all()
 
 
@@ -492,6 +518,8 @@ class _Hold:
 
     memory_mb: int  # taken from the budget: its sandboxes' share and the judge's own copies for it
     sandbox_mb: int  # its sandboxes' share
+    gpu_mb: int = 0  # its share of device_index's memory (0: the device is not tracked, or it runs alone)
+    device_index: int = 0
     sandboxes: int = 0  # the reservations taken on it (re-entrant), released one by one
     accompanied: bool = False  # another judgement held a share at some moment while this one did
 

@@ -216,6 +216,28 @@ def measured_reference_peak(problem: Problem) -> int | None:
 
 
 
+GPU_PROCESS_MB = 1024  # a CUDA context with torch's allocator slack, per process: the candidate's or reference's
+# sandbox and the judge's own comparisons
+GPU_SIZE_FACTOR = 3  # a timed call's two alternating input sets and its outputs, the judge's copies to compare,
+# the candidate's temporaries: 19_ReLU's eager timing held 24.6 GB for a 12.9 GB trial and asked for 6 GB more
+
+
+def gpu_memory_estimate_mb(problem: Problem) -> int:
+    """GPU memory (MB) one judgement of `problem` takes (verifier.gpu_memory_admission), from its measured sizes
+    (a trial's inputs and outputs, its weights): two processes' contexts and GPU_SIZE_FACTOR times a trial, ~41 GB
+    for a KernelBench level-1 problem at full size, 2 GB for one that was not measured (a synthesized one)."""
+    inputs, outputs = (_measured_bytes(problem, "input_bytes") or 0), (_measured_bytes(problem, "output_bytes") or 0)
+    weights = _measured_bytes(problem, "weight_bytes") or 0
+    return 2 * GPU_PROCESS_MB + ((GPU_SIZE_FACTOR * (inputs + outputs) + weights) >> 20)
+
+
+def gpu_memory_capacity_mb(free_mb: int, kept_gb: float) -> int:
+    """GPU memory judgements may be promised, of `free_mb` free on the device: 90 % of it (what a policy beside
+    the judge holds already is not free), less what the judge keeps there between verdicts (its references'
+    expected outputs, within kept_gb), never below half of what is free."""
+    return max(free_mb // 2, int(free_mb * 0.9) - int(kept_gb * 1024))
+
+
 def judge_copies_mb(problem: Problem) -> int:
     """Host memory (MB) the judge itself holds for one judgement of `problem`, beside its sandboxes' share, from
     its measured sizes (0 unmeasured): a trial loaded (read back from its disk or made again) and the memory file
@@ -482,12 +504,13 @@ class Judge:
         the judge's seeds and describe their outputs, whose bytes never leave the sandbox."""
         with doing(f"{problem.name or problem.id} (its reference's check)"):
             if keep:
-                self._starved_retried(lambda: self.reference(problem, device_index, devices), problem)
+                self._starved_retried(lambda: self.reference(problem, device_index, devices), problem,
+                                      device_index=device_index)
                 return
             with _reference_replies(problem), doing("running the reference's trials (kept nowhere)"):
                 # the judge holds no copy of these trials: its admission promises the sandbox's share alone
                 self._starved_retried(lambda: self._run_reference_unkept(problem, device_index, devices), problem,
-                                      judge_mb=0)
+                                      judge_mb=0, device_index=device_index)
             with self._lock:
                 self._ran.add(problem.id)
 
@@ -502,8 +525,21 @@ class Judge:
         guess = measured_reference_peak(problem)
         return None if guess is None else memory_estimate_mb(guess, self.config.memory_limit_mb)
 
-    def _starved_retried(self, judge: Callable[[], Any], problem: Problem, judge_mb: int | None = None) \
-            -> tuple[Any, bool]:
+    def judgement_gpu_mb(self, problem: Problem, device_index: int = 0) -> int:
+        """The share of device `device_index`'s memory a judgement of `problem` takes (gpu_memory_estimate_mb), on
+        cuda with verifier.gpu_memory_admission; 0 elsewhere. The device's capacity is taken the first time
+        (gpu_memory_capacity_mb), or gpu_memory_mb."""
+        if self.device != "cuda" or not self.config.gpu_memory_admission:
+            return 0
+        budget = self.sandboxes.memory_budget
+        if device_index not in budget.gpu_capacity_mb:
+            free_mb = torch.cuda.mem_get_info(device_index)[0] >> 20
+            budget.track_gpu(device_index, self.config.gpu_memory_mb or
+                             gpu_memory_capacity_mb(free_mb, self.config.kept_gb))
+        return gpu_memory_estimate_mb(problem)
+
+    def _starved_retried(self, judge: Callable[[], Any], problem: Problem, judge_mb: int | None = None,
+                         device_index: int = 0) -> tuple[Any, bool]:
         """`judge()` within this thread's memory share, and whether another judgement ran beside it; made again,
         alone on the machine's sandbox memory, when the machine's memory killed one of its sandboxes
         (SandboxStarved: nothing to charge the code with). Alone, no neighbour can starve it: only its own
@@ -513,11 +549,12 @@ class Judge:
         an infrastructure error. `judge_mb`: the judge's own copies beside the sandboxes' (judge_copies_mb)."""
         share = self.judgement_memory_mb(problem)  # None: memory_limit_mb
         judge_mb = judge_copies_mb(problem) if judge_mb is None else judge_mb
+        gpu_mb = self.judgement_gpu_mb(problem, device_index)
         alone = False
         while True:
             try:
-                with self.sandboxes.reserve(alone=alone, memory_mb=share, judge_mb=judge_mb) \
-                        as reservation, self._keeping(problem.id):
+                with self.sandboxes.reserve(alone=alone, memory_mb=share, judge_mb=judge_mb, gpu_mb=gpu_mb,
+                                            device_index=device_index) as reservation, self._keeping(problem.id):
                     result = judge()
                     return result, reservation.accompanied
             except SandboxOverEstimate:  # the estimate was too small for this candidate: its whole limit now
@@ -617,7 +654,8 @@ class Judge:
             with cpu_accounting(phases.add_cpu), doing(f"{problem.name or problem.id} ({candidate.id})"):
                 try:
                     outcome, accompanied = self._starved_retried(
-                        lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem)
+                        lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem,
+                        device_index=device_index)
                     if accompanied and _a_neighbour_can_cause(outcome):
                         outcome = self._again_alone(problem, candidate, devices, device_index, phases, outcome)
                 except ReferenceError as beside:

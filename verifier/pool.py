@@ -330,6 +330,9 @@ class LocalVerifierPool(VerifierPool):
         line = describe(in_flight())
         line += f"; memory promised (sandboxes, the judge's copies) {budget.used_mb / 1024:.1f} of " \
                 f"{budget.capacity_mb / 1024:.1f} GB"
+        for index, capacity in sorted(budget.gpu_capacity_mb.items()):  # verifier.gpu_memory_admission
+            line += f"; GPU {index} memory promised {budget.gpu_used_mb.get(index, 0) / 1024:.1f} of " \
+                    f"{capacity / 1024:.1f} GB"
         resident, available = memory_now_mb()  # the judge's own memory is what no sandbox limit bounds
         kept = self.judge.kept_memory.used_bytes / 2**30
         line += f"; judge resident {resident / 1024:.1f} GB (kept tensors {kept:.1f} GB), machine available " \

@@ -600,12 +600,15 @@ class SandboxFactory:
                  for box in live]
         return describe_gpu_memory(apps, gpus, boxes, cgroup_leaf)
 
-    def reserve(self, alone: bool = False, memory_mb: int | None = None, judge_mb: int = 0) -> MemoryReservation:
+    def reserve(self, alone: bool = False, memory_mb: int | None = None, judge_mb: int = 0, gpu_mb: int = 0,
+                device_index: int = 0) -> MemoryReservation:
         """This thread's share of the memory budget for its judgement (waits for its turn; see MemoryBudget):
         `memory_mb` (its problem's estimate, verifier.memory_admission) or memory_limit_mb, and `judge_mb` beside
-        it (the judge's own copies of its tensors), or all of it (`alone`). Taken around a whole judgement, before
-        any lock, and again (re-entrant) by every sandbox it starts."""
-        return self.memory_budget.reserve(memory_mb or self.config.memory_limit_mb, alone=alone, judge_mb=judge_mb)
+        it (the judge's own copies of its tensors), and `gpu_mb` of its device's memory where the judge tracks
+        it (verifier.gpu_memory_admission), or all of it (`alone`). Taken around a whole judgement, before any
+        lock, and again (re-entrant) by every sandbox it starts."""
+        return self.memory_budget.reserve(memory_mb or self.config.memory_limit_mb, alone=alone, judge_mb=judge_mb,
+                                          gpu_mb=gpu_mb, device_index=device_index)
 
     def start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
         reservation = self.reserve()
