@@ -495,6 +495,9 @@ def test_a_reference_that_breaks_while_judged_loses_its_problem_not_the_batch(ve
     with LocalVerifierPool(cfg, tmp_path) as pool:  # a later pool: the good verdict cached, the broken pair not
         assert pool.verify(problem(), candidate("correct")).cached
         assert pool.cache.get(pool.cache.key(moody, moody_candidate, cfg, 0)) is None
+        # its check passed before it broke: not remembered as a reference that runs, so checked again
+        assert pool.check_references([moody, problem()]) == {}
+        assert pool.reference_cost()["references"] == 1 and pool.judge.reference_ran(moody.id)
 
 
 def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache):

@@ -81,6 +81,9 @@ class VerdictCache:
     def remember_reference_ran(self, problem: Problem, config: VerifierConfig) -> None:
         self.store.put(f"{self._reference_key(problem, config)}.json", b"ran")
 
+    def forget_reference_ran(self, problem: Problem, config: VerifierConfig) -> None:
+        self.store.path(f"{self._reference_key(problem, config)}.json").unlink(missing_ok=True)
+
     def get(self, key: str) -> Verdict | None:
         payload = self.store.get(f"{key}.json")
         if payload is None:
@@ -208,6 +211,9 @@ class VerifierPool(ABC):
         for verdict in self._completed(handles):
             if isinstance(verdict, ReferenceBroken):
                 self.broken.setdefault(verdict.problem_id, verdict.why)
+                if self.config.use_cache:  # it ran before (checked, or for a verdict) and broke since
+                    self.cache.forget_reference_ran(problems[verdict.problem_id], self.config)
+                    self._remembered.discard(verdict.problem_id)
                 if on_broken:
                     on_broken(verdict)
                 continue
@@ -215,7 +221,8 @@ class VerifierPool(ABC):
                 self.cache.put(keys[verdict.candidate_id], verdict)
                 # its reference ran for this verdict: remembered now, not at the check that follows the judging,
                 # which a call's limit may never reach (the next call's check would run it again)
-                if self._ran_here(verdict.problem_id) and verdict.problem_id not in self._remembered:
+                if self._ran_here(verdict.problem_id) and verdict.problem_id not in self._remembered | \
+                        self.broken.keys():
                     self.cache.remember_reference_ran(problems[verdict.problem_id], self.config)
                     self._remembered.add(verdict.problem_id)
             if on_verdict:
