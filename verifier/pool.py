@@ -221,10 +221,10 @@ class VerifierPool(ABC):
                 self.cache.put(keys[verdict.candidate_id], verdict)
                 # its reference ran for this verdict: remembered now, not at the check that follows the judging,
                 # which a call's limit may never reach (the next call's check would run it again)
-                if self._ran_here(verdict.problem_id) and verdict.problem_id not in self._remembered | \
-                        self.broken.keys():
-                    self.cache.remember_reference_ran(problems[verdict.problem_id], self.config)
-                    self._remembered.add(verdict.problem_id)
+                pid = verdict.problem_id
+                if pid not in self._remembered and pid not in self.broken and self._ran_here(pid):
+                    self.cache.remember_reference_ran(problems[pid], self.config)
+                    self._remembered.add(pid)
             if on_verdict:
                 on_verdict(verdict)
             yield verdict
