@@ -369,6 +369,27 @@ def test_cuda_judgements_are_admitted_by_their_share_of_the_gpus_memory(verifier
         assert 0 < judge.sandboxes.memory_budget.gpu_capacity_mb[0] << 20 <= torch.cuda.mem_get_info(0)[1]
 
 
+def test_the_judge_compares_a_large_output_without_holding_it_on_the_gpu(verifier_cache):
+    """A 2 GiB output is compared a slice at a time (compare_outputs), its expected values kept on the host: the
+    judge's own GPU memory stays below one output's size. Whole, a comparison took ~10x the output there (float64
+    copies, the difference, the bound), and the judge's allocator kept it from the sandboxes beside it."""
+    import torch
+
+    small = example_problem("scale_shift", "cuda")
+    source = small.reference.replace("4096, 1024", "32768, 16384")  # 2 GiB in, 2 GiB out
+    assert source != small.reference
+    large = small.model_copy(update={"id": Problem.make_id(source), "reference": source})
+    candidate = example_candidate(large, "cuda")
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=120", "verifier.use_cache=false",
+                             "verifier.trials=2", "verifier.sandbox_memory_mb=60003"]).verifier
+    with LocalVerifierPool(cfg, verifier_cache) as pool:
+        torch.cuda.reset_peak_memory_stats(0)
+        [verdict] = list(pool.verify_many([(large, candidate)]))
+        assert verdict.category == V.passed, verdict.detail
+        assert torch.cuda.max_memory_allocated(0) < 1 << 31, torch.cuda.max_memory_allocated(0)
+        assert "the judge's GPU memory 0:" in pool.activity()
+
+
 MATMUL_REFERENCE = """import torch
 import torch.nn as nn
 

@@ -55,6 +55,8 @@ MAX_TIMING_RUNS = 100
 TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per call: fewer calls if they are large)
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
+EXPECTED_ON_DEVICE_BYTES = 1 << 28  # an expected output larger than this is kept on the host and compared a slice
+# at a time on the device (compare_outputs): whole on the device, each judging thread held its outputs there
 TIMING_SEED_OFFSET = 10_000  # timing inputs' seeds never coincide with a correctness trial's
 SLOW_REFERENCE_S = 10.0  # a reference check this slow logs where its time went (KernelBench at full size: ~100 s)
 HANG_FACTOR = 50.0  # a candidate's call may take this many times the reference's before it counts as hung
@@ -218,7 +220,7 @@ def measured_reference_peak(problem: Problem) -> int | None:
 
 GPU_PROCESS_MB = 1024  # a CUDA context with torch's allocator slack, per process: the candidate's or reference's
 # sandbox and the judge's own comparisons
-GPU_SIZE_FACTOR = 3  # a timed call's two alternating input sets and its outputs, the judge's copies to compare,
+GPU_SIZE_FACTOR = 3  # a timed call's two alternating input sets and its outputs, the judge's comparison (of slices),
 # the candidate's temporaries: 19_ReLU's eager timing held 24.6 GB for a 12.9 GB trial and asked for 6 GB more
 
 
@@ -229,6 +231,12 @@ def gpu_memory_estimate_mb(problem: Problem) -> int:
     inputs, outputs = (_measured_bytes(problem, "input_bytes") or 0), (_measured_bytes(problem, "output_bytes") or 0)
     weights = _measured_bytes(problem, "weight_bytes") or 0
     return 2 * GPU_PROCESS_MB + ((GPU_SIZE_FACTOR * (inputs + outputs) + weights) >> 20)
+
+
+def for_comparison(tensor: torch.Tensor, device: str) -> torch.Tensor:
+    """An expected output where the judge keeps it to compare against: on the comparison device while small
+    (the fastest), on the host otherwise (each comparison moves a slice at a time)."""
+    return tensor.to(device) if tensor.nbytes <= EXPECTED_ON_DEVICE_BYTES else tensor
 
 
 def gpu_memory_capacity_mb(free_mb: int, kept_gb: float) -> int:
@@ -316,7 +324,7 @@ class _Reference:
     def load(self, trial: _Trial) -> tuple[list[Any], list[torch.Tensor]]:
         """One trial's inputs (host) and expected outputs (on the comparison device)."""
         values = self._values(trial)
-        return values[:trial.n_inputs], [t.to(self.device) for t in values[trial.n_inputs:]]
+        return values[:trial.n_inputs], [for_comparison(t, self.device) for t in values[trial.n_inputs:]]
 
     def inputs(self, trial: _Trial) -> list[Any]:
         return self._values(trial)[:trial.n_inputs]
@@ -818,7 +826,7 @@ class Judge:
                 if stash.nbytes + input_bytes + output_bytes <= stored_bytes:
                     try:
                         # views of the sandbox's memory file: copied where kept in memory (stash.append)
-                        entry = stash.append([*inputs, *(t.to(device) for t in expected)], owned=False)
+                        entry = stash.append([*inputs, *(for_comparison(t, device) for t in expected)], owned=False)
                     except OSError as exc:  # the judge's disk is full: the machine's limit, not the problem's
                         log.warning("problem %s: trial %d not kept, made again for each candidate (%s)",
                                     problem.name or problem.id, index, exc)
@@ -1025,7 +1033,8 @@ class Judge:
             device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
             try:
                 checked_entries = {} if compiled else {
-                    i: expected.append([t.to(device) for t in result.output(k)]) for k, i in enumerate(checked)}
+                    i: expected.append([for_comparison(t, device) for t in result.output(k)])
+                    for k, i in enumerate(checked)}
             except (TamperedData, OSError) as exc:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timed outputs ({exc})") \
                     from exc
@@ -1393,10 +1402,9 @@ class Judge:
                                         "the same output as an earlier trial for different inputs", legal=False,
                                         rule="output-caching", **compiled)
                     earlier.append((trial.expected_digest, output_digest))
-                    outputs = [o.to(e.device) for o, e in zip(host_outputs, expected)]
+                    mismatch = compare_outputs(expected, host_outputs, cfg.tolerance, reference.output_scales,
+                                               device=reference.device)
                     del host_outputs
-                    mismatch = compare_outputs(expected, outputs, cfg.tolerance, reference.output_scales)
-                    del outputs
                 del expected
             except (TamperedData, OSError) as exc:
                 return _tampered(str(exc), compile_seconds)
@@ -1452,11 +1460,12 @@ class Judge:
                 mismatch = layout_mismatch(expected, [(tuple(t.shape), t.dtype) for t in outputs])
                 near_miss = False
                 if mismatch is None:
-                    outputs = [t.to(e.device) for t, e in zip(outputs, expected)]
-                    mismatch = compare_outputs(expected, outputs, cfg.tolerance, reference.output_scales)
+                    mismatch = compare_outputs(expected, outputs, cfg.tolerance, reference.output_scales,
+                                               device=reference.device)
                     # within KernelBench's tolerance: a result that varies from call to call (a reduction whose
                     # order changes: float atomics), not a remembered or skipped one, which is off by its values
-                    near_miss = mismatch is not None and compare_outputs(expected, outputs, "kernelbench") is None
+                    near_miss = mismatch is not None and compare_outputs(expected, outputs, "kernelbench",
+                                                                         device=reference.device) is None
                 del outputs, expected
                 if near_miss:
                     trials = len(reference.trials)

@@ -348,6 +348,12 @@ class LocalVerifierPool(VerifierPool):
             line += f"; {stopped} sandboxes stopped while a timing holds their device"
         if holders := self.devices.lock_holders():  # another process's hold keeps a timing here waiting
             line += "; device locks held by " + ", ".join(holders)
+        if self.judge.device == "cuda" and torch.cuda.is_initialized():
+            # the judge's own (its comparisons, the expected outputs it keeps there): no sandbox limit bounds it
+            line += "; the judge's GPU memory " + ", ".join(
+                f"{index}: {torch.cuda.memory_allocated(index) / 2**30:.1f} GB allocated, "
+                f"{torch.cuda.memory_reserved(index) / 2**30:.1f} reserved, peak "
+                f"{torch.cuda.max_memory_allocated(index) / 2**30:.1f}" for index in sorted(set(self.devices.indices)))
         if self.judge.device == "cuda" and (gpu := self.judge.sandboxes.gpu_memory()):
             line += "; " + gpu
         return line

@@ -112,10 +112,19 @@ def layout_mismatch(expected: list[torch.Tensor], actual: list[tuple[tuple[int, 
     return None
 
 
+# Elements compared at once: an output is compared a slice at a time, so the comparison's float64 temporaries (a
+# few times the slice: ~0.4 GB together at 8 M elements) stay the same whatever the output's size. Whole, a
+# full-size KernelBench output of 6.4 GB took ~60 GB of the GPU's memory in the judge for one comparison, and the
+# judge's allocator kept it: sandboxes beside it ran out of memory (session 10 on the H200).
+COMPARE_CHUNK_ELEMENTS = 1 << 23
+
+
 def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], tolerance: str,
-                    scales: list[float | None] | None = None) -> Mismatch | None:
-    """None when `actual` matches `expected`; otherwise what differs, for the model to read. Runs where
-    the expected outputs live (the GPU on the cuda backend).
+                    scales: list[float | None] | None = None,
+                    device: torch.device | str | None = None) -> Mismatch | None:
+    """None when `actual` matches `expected`; otherwise what differs, for the model to read. Runs on `device`
+    (default: where each expected output lives — the GPU on the cuda backend), one slice of
+    COMPARE_CHUNK_ELEMENTS at a time: each slice of both is moved there, so neither output need be there whole.
 
     `scales` (one per output, from the reference: `reassociation_scales`) widen the bound by one unit of
     roundoff of what the output's terms add up to in absolute value: a sum of 3 M normal values is about
@@ -126,38 +135,77 @@ def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], to
         return layout
     for i, (exp, got) in enumerate(zip(expected, actual)):
         label = f"output {i}" if len(expected) > 1 else "output"
-        got = got.to(exp.device)
-        if not (exp.is_floating_point() or exp.is_complex()):
-            if not torch.equal(got, exp):
-                bad = (got != exp).nonzero()[0].tolist()
-                return Mismatch(f"{label} differs at index {bad}: got {got[tuple(bad)].item()}, "
-                                f"expected {exp[tuple(bad)].item()} ({int((got != exp).sum())} elements differ)")
-            continue
-        nonfinite = ~torch.isfinite(got)
-        if nonfinite.any():
-            where = nonfinite.nonzero()[0].tolist()
-            return Mismatch(f"{label} has {int(nonfinite.sum())} NaN/Inf values (first at index {where}); "
-                            "unwritten output memory reads as NaN")
-        atol, rtol = TOLERANCES[tolerance].get(exp.dtype, (1e-4, 1e-4))
-        diff = (got.double() - exp.double()).abs()
-        bound = atol + rtol * exp.double().abs()
         scale = scales[i] if scales is not None and i < len(scales) else None
+        found = _compare_output(exp, got, tolerance, scale, exp.device if device is None else torch.device(device))
+        if found is not None:
+            return Mismatch(f"{label} {found}")
+    return None
+
+
+def _index_in(shape: torch.Size, flat: int) -> list[int]:
+    return [int(i) for i in torch.unravel_index(torch.tensor(flat), shape)] if len(shape) else []
+
+
+def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale: float | None,
+                    device: torch.device) -> str | None:
+    """What differs between one expected output and the candidate's (same layout), as the rest of the message
+    after its label; None when it matches. One pass over the slices: NaN/Inf in the candidate's output is
+    reported before any tolerance miss, wherever each occurs."""
+    flat_exp, flat_got = exp.reshape(-1), got.reshape(-1)
+    floating = exp.is_floating_point() or exp.is_complex()
+    if floating:
+        atol, rtol = TOLERANCES[tolerance].get(exp.dtype, (1e-4, 1e-4))
         allowance = torch.finfo(exp.dtype).eps * scale if scale else 0.0
-        if allowance:  # min(bound + allowance, max(bound, KernelBench's bound)), in place: outputs may be GBs
-            widest_atol, widest_rtol = TOLERANCES["kernelbench"].get(exp.dtype, (1e-2, 1e-2))
-            widest = exp.double().abs().mul_(widest_rtol).add_(widest_atol)
+        widest_atol, widest_rtol = TOLERANCES["kernelbench"].get(exp.dtype, (1e-2, 1e-2))
+    nonfinite, first_nonfinite = 0, None
+    differing, first_differing = 0, None  # integer outputs: elements that differ; floating: outside the bound
+    worst, worst_at, worst_rel = -1.0, 0, 0.0
+    for start in range(0, flat_exp.numel(), COMPARE_CHUNK_ELEMENTS):
+        e = flat_exp[start:start + COMPARE_CHUNK_ELEMENTS].to(device)
+        g = flat_got[start:start + COMPARE_CHUNK_ELEMENTS].to(device)
+        if not floating:
+            unequal = g != e
+            count = int(unequal.sum())
+            if count and first_differing is None:
+                first_differing = start + int(unequal.nonzero()[0])
+            differing += count
+            continue
+        bad_values = ~torch.isfinite(g)
+        count = int(bad_values.sum())
+        if count and first_nonfinite is None:
+            first_nonfinite = start + int(bad_values.nonzero()[0])
+        nonfinite += count
+        del bad_values
+        if nonfinite:  # reported whatever the tolerance says: the rest need not be measured
+            continue
+        diff = g.double().sub_(e.double()).abs_().nan_to_num_(nan=0.0)  # NaN expected (inf - inf): never a miss
+        magnitude = e.double().abs_()
+        bound = magnitude.mul(rtol).add_(atol)
+        if allowance:  # min(bound + allowance, max(bound, KernelBench's bound)), in place
+            widest = magnitude.mul(widest_rtol).add_(widest_atol)
             torch.maximum(widest, bound, out=widest)
             torch.minimum(bound.add_(allowance), widest, out=bound)
             del widest
-        bad = diff > bound
-        if bad.any():
-            worst = int(diff.argmax())
-            idx = list(torch.unravel_index(torch.tensor(worst), exp.shape)) if exp.dim() else []
-            idx = [int(i) for i in idx]
-            rel = (diff / exp.double().abs().clamp_min(1e-12)).max().item()
-            return Mismatch(
-                f"{label} mismatch: {int(bad.sum())}/{exp.numel()} elements outside atol={atol:g} rtol={rtol:g}"
-                + (f" (+{allowance:.3g} for summation order)" if allowance else "") + "; "
-                f"max abs err {diff.max().item():.4g} at index {idx} (got {got.reshape(-1)[worst].item():.6g}, "
-                f"expected {exp.reshape(-1)[worst].item():.6g}); max rel err {rel:.4g}")
-    return None
+        count = int((diff > bound).sum())
+        differing += count
+        del bound
+        top = float(diff.max())
+        if top > worst:  # the first of the largest, as argmax over the whole output
+            worst, worst_at = top, start + int(diff.argmax())
+        worst_rel = max(worst_rel, float(diff.div_(magnitude.clamp_min_(1e-12)).max()))
+        del diff, magnitude
+    if not floating:
+        if not differing:
+            return None
+        where = _index_in(exp.shape, first_differing)
+        return (f"differs at index {where}: got {flat_got[first_differing].item()}, expected "
+                f"{flat_exp[first_differing].item()} ({differing} elements differ)")
+    if nonfinite:
+        return (f"has {nonfinite} NaN/Inf values (first at index {_index_in(exp.shape, first_nonfinite)}); "
+                "unwritten output memory reads as NaN")
+    if not differing:
+        return None
+    return (f"mismatch: {differing}/{exp.numel()} elements outside atol={atol:g} rtol={rtol:g}"
+            + (f" (+{allowance:.3g} for summation order)" if allowance else "") + "; "
+            f"max abs err {worst:.4g} at index {_index_in(exp.shape, worst_at)} (got {flat_got[worst_at].item():.6g}, "
+            f"expected {flat_exp[worst_at].item():.6g}); max rel err {worst_rel:.4g}")
