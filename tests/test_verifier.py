@@ -433,6 +433,30 @@ def test_a_reference_that_ran_for_a_verdict_is_remembered_before_any_check(tmp_p
         assert pool.reference_cost()["references"] == 1  # the unjudged one's run alone
 
 
+def test_a_batch_is_judged_and_checked_smallest_problem_first(tmp_path):
+    """Admission is first come, first served: a full-size problem waiting for its memory share held every
+    judgement behind it (a KernelBench call on the H100: one level-1 problem judged in 3 minutes, 13 waiting). So a
+    batch is submitted smallest measured problem first, whatever its order; with one judging thread the verdicts
+    and the reference checks come back in that order."""
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2", "verifier.timed=false",
+                             "verifier.workers=1", "verifier.use_cache=false"]).verifier
+    sizes = [300 << 20, 1 << 20, 20 << 20]  # the large first
+    problems = []
+    for k, size in enumerate(sizes):
+        source = REFERENCE.replace("* self.w", f"* self.w + {k}")
+        problems.append(Problem(id=Problem.make_id(source), source="test", reference=source, name=f"p{k}",
+                                measures={"input_bytes": size, "output_bytes": size}))
+    broken = [Candidate(id=Candidate.make_id(p.id, "class ModelNew(:\n", "cpu"), problem_id=p.id,
+                        source="class ModelNew(:\n", origin="syntax error") for p in problems]
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        order = [v.problem_id for v in pool.verify_many(list(zip(problems, broken)))]
+        checked: list[str] = []
+        assert pool.check_references(problems, on_checked=checked.append, keep=False) == {}
+    smallest_first = [problems[1].id, problems[2].id, problems[0].id]
+    assert order == smallest_first
+    assert checked == smallest_first
+
+
 def test_trials_beyond_stored_trials_gb_are_made_again_and_checked_against_their_digest(verifier_cache):
     """A problem whose trials are too large to keep (KernelBench level 1 at full size: 12.8 GB a trial) keeps only
     their outputs' digests: each candidate's trials are made again by the reference, and judged as before."""

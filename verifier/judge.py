@@ -207,6 +207,12 @@ def _measured_bytes(problem: Problem, key: str) -> int | None:
     return max(found, default=None)
 
 
+def measured_trial_bytes(problem: Problem) -> int:
+    """A trial's inputs, outputs and weights as its analysis measured them (0 where nothing was): what orders a
+    batch's judgements, smallest first (VerifierPool.verify_many)."""
+    return sum(_measured_bytes(problem, key) or 0 for key in ("input_bytes", "output_bytes", "weight_bytes"))
+
+
 def measured_reference_peak(problem: Problem) -> int | None:
     """What the problem's reference sandbox will take, before it has run, from the sizes its analysis measured
     (`measures`: inputs, weights, outputs; the largest of its recorded sizes): a trial's tensors on the host and

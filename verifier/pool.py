@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from abc import ABC, abstractmethod
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from schemas.config import VerifierConfig
 from schemas.records import Candidate, Problem, Verdict, content_hash
 from verifier.activity import describe, in_flight
 from verifier.isolation import memory_now_mb
-from verifier.judge import Devices, Judge
+from verifier.judge import Devices, Judge, measured_trial_bytes
 from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
@@ -191,7 +191,9 @@ class VerifierPool(ABC):
         keys: dict[str, str] = {}
         problems: dict[str, Problem] = {}
         handles = []
-        for problem, candidate in pairs:
+        # smallest first: a full-size problem whose memory share waits blocks every judgement behind it (admission
+        # is first come, first served), so the large ones go last and the small ones never wait behind them
+        for problem, candidate in sorted(pairs, key=lambda pair: measured_trial_bytes(pair[0])):
             self.calls += 1
             if problem.id in self.broken:
                 if on_broken:
@@ -263,7 +265,8 @@ class VerifierPool(ABC):
             if on_checked:
                 on_checked(pid)
         broken = {}
-        for pid, why in self._reference_errors([p for p in problems if p.id not in known], keep):
+        unknown = sorted((p for p in problems if p.id not in known), key=measured_trial_bytes)  # as verify_many
+        for pid, why in self._reference_errors(unknown, keep):
             if why is not None:
                 broken[pid] = why
             elif self.config.use_cache:
@@ -364,15 +367,12 @@ class LocalVerifierPool(VerifierPool):
     def _reference_errors(self, problems: list[Problem], keep: bool) -> Iterator[tuple[str, str | None]]:
         # as each ends, not in order: a progress bar held by one slow check would say nothing of the rest
         futures = {self._executor.submit(reference_error, self.judge, p, self.devices, keep): p for p in problems}
-        for future in as_completed(futures):
+        for future in in_completion_order(list(futures)):
             yield futures[future].id, future.result()
 
     def _completed(self, handles: list[Future]) -> Iterator[Verdict | ReferenceBroken]:
-        pending = set(handles)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
+        for future in in_completion_order(handles):
+            yield future.result()
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)
@@ -382,6 +382,16 @@ class LocalVerifierPool(VerifierPool):
         self._executor.shutdown(wait=False, cancel_futures=True)  # what has not started never will
         self.judge.abort()  # what has: its sandboxes die, so each judgement returns at once
         self.close()
+
+
+def in_completion_order(futures: list[Future]) -> Iterator[Future]:
+    """Each future as it completes; those found complete together in the order they were submitted (a set's
+    order would make the same batch come back differently from run to run)."""
+    submitted = {future: k for k, future in enumerate(futures)}
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        yield from sorted(done, key=submitted.__getitem__)
 
 
 def reference_error(judge: Judge, problem: Problem, devices: Devices | None = None, keep: bool = True) -> str | None:
