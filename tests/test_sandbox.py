@@ -212,17 +212,28 @@ def test_a_forged_or_edited_cached_verdict_is_refused_and_judged_again(tmp_path)
     with LocalVerifierPool(cfg, tmp_path) as pool:
         first = pool.verify(problem(), cand)
         assert first.category == V.wrong_output and pool.verify(problem(), cand).cached
-        path = pool.cache.store.path(f"{pool.cache.key(problem(), cand, cfg, 0)}.json")
+        path = pool.cache.store.path(f"{pool.cache.key(problem(), cand, cfg, 0, pool.timing_device())}.json")
+        assert path.exists()
+        # where a verdict kept before verdicts were keyed by their device is looked for too
+        legacy = pool.cache.store.path(f"{pool.cache.key(problem(), cand, cfg, 0)}.json")
         forged = first.model_copy(update={"category": V.passed, "correct": True, "pass_fraction": 1.0,
                                           "speedup_vs_eager": 50.0}).model_dump_json().encode()
         other_home = SignedStore(tmp_path / "elsewhere", b"another home's secret, 32 bytes!")
+        signed = path.read_bytes()
         for attempt in (forged,  # unsigned
-                        path.read_bytes().replace(b'"wrong_output"', b'"pass"'),  # signed, then edited
+                        signed.replace(b'"wrong_output"', b'"pass"'),  # signed, then edited
                         other_home.sign(path.name, forged)):  # signed under another secret
             path.write_bytes(attempt)
             again = pool.verify(problem(), cand)
             assert again.category == V.wrong_output and not again.cached, again
         assert pool.cache.store.refused == 3
+        path.unlink()
+        for attempt in (forged, other_home.sign(legacy.name, forged)):
+            legacy.write_bytes(attempt)
+            again = pool.verify(problem(), cand)
+            assert again.category == V.wrong_output and not again.cached, again
+            path.unlink()
+        assert pool.cache.store.refused == 5
 
 
 def test_verdicts_move_to_another_home_only_through_an_export_that_home_imports(tmp_path):

@@ -433,6 +433,31 @@ def test_a_reference_that_ran_for_a_verdict_is_remembered_before_any_check(tmp_p
         assert pool.reference_cost()["references"] == 1  # the unjudged one's run alone
 
 
+def test_a_timed_verdict_answers_only_on_the_device_model_it_was_timed_on(tmp_path):
+    """A speedup measured on an H200 is not one on an H100 (the boxes a session is lent vary): timed verdicts are
+    cached under the device model they were timed on; one kept before keys named it (a KernelBench floor carried
+    from box to box) answers only where its own `device` is this pool's."""
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.trials=2", "verifier.spare_sandboxes=0"]).verifier
+    good_one = candidate("correct")
+    with LocalVerifierPool(cfg, tmp_path) as pool:
+        assert pool.timing_device() == "cpu"
+        first = pool.verify(problem(), good_one)
+        assert first.category == V.passed and pool.verify(problem(), good_one).cached
+        keyed = pool.cache.store.path(f"{pool.cache.key(problem(), good_one, cfg, 0, 'cpu')}.json")
+        legacy = pool.cache.key(problem(), good_one, cfg, 0)
+        assert keyed.exists() and keyed.name != f"{legacy}.json"
+        keyed.unlink()
+        pool.cache.put(legacy, first.model_copy(update={"device": "NVIDIA H200", "detail": "timed elsewhere"}))
+        again = pool.verify(problem(), good_one)
+        assert not again.cached and again.device == "cpu" and again.detail != "timed elsewhere"
+        keyed.unlink()
+        pool.cache.put(legacy, first.model_copy(update={"detail": "kept before keys named devices"}))
+        reused = pool.verify(problem(), good_one)
+        assert reused.cached and reused.detail == "kept before keys named devices"
+    with LocalVerifierPool(cfg.model_copy(update={"timed": False}), tmp_path) as pool:
+        assert pool.timing_device() is None  # correctness alone: any device's answer
+
+
 def test_a_batch_is_judged_and_checked_smallest_problem_first(tmp_path):
     """Admission is first come, first served: a full-size problem waiting for its memory share held every
     judgement behind it (a KernelBench call on the H100: one level-1 problem judged in 3 minutes, 13 waiting). So a
@@ -518,7 +543,7 @@ def test_a_reference_that_breaks_while_judged_loses_its_problem_not_the_batch(ve
             pool.verify(moody, moody_candidate)
     with LocalVerifierPool(cfg, tmp_path) as pool:  # a later pool: the good verdict cached, the broken pair not
         assert pool.verify(problem(), candidate("correct")).cached
-        assert pool.cache.get(pool.cache.key(moody, moody_candidate, cfg, 0)) is None
+        assert pool.cache.get(pool.cache.key(moody, moody_candidate, cfg, 0, pool.timing_device())) is None
         # its check passed before it broke: not remembered as a reference that runs, so checked again
         assert pool.check_references([moody, problem()]) == {}
         assert pool.reference_cost()["references"] == 1 and pool.judge.reference_ran(moody.id)

@@ -7,6 +7,7 @@ build cache shared through the cache directory.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import lzma
 import os
@@ -61,12 +62,14 @@ class VerdictCache:
         """The verdict store of a home's verifier cache directory, under that home's secret."""
         return cls(Path(cache_dir) / "verdicts", home_secret(cache_dir))
 
-    def key(self, problem: Problem, candidate: Candidate, config: VerifierConfig, base_seed: int) -> str:
-        # `timed`: an untimed pass (correctness only, no speedup) must not answer for a timed judgement
+    def key(self, problem: Problem, candidate: Candidate, config: VerifierConfig, base_seed: int,
+            device: str | None = None) -> str:
+        # `timed`: an untimed pass (correctness only, no speedup) must not answer for a timed judgement; `device`
+        # (the model a timed verdict is measured on): a speedup on an H200 is not one on an H100
         relevant = config.model_dump(include={"backend", "trials", "tolerance", "fast_build", "isolation",
                                               "timing_noise", "timed", "candidate_threads"})
         return content_hash(HARNESS_VERSION, problem.reference, candidate.source, json.dumps(relevant, sort_keys=True),
-                            str(base_seed), length=24)
+                            str(base_seed), *([device] if device else []), length=24)
 
     def _reference_key(self, problem: Problem, config: VerifierConfig) -> str:
         # what decides whether a reference runs here: where, how many trials, within what memory and time
@@ -199,8 +202,13 @@ class VerifierPool(ABC):
                 if on_broken:
                     on_broken(ReferenceBroken(problem.id, candidate.id, self.broken[problem.id]))
                 continue
-            key = self.cache.key(problem, candidate, self.config, self.base_seed)
+            device = self.timing_device()
+            key = self.cache.key(problem, candidate, self.config, self.base_seed, device)
             cached = self.cache.get(key) if self.config.use_cache else None
+            if cached is None and device and self.config.use_cache:
+                # kept before verdicts were keyed by the device they were timed on: this device's answer only
+                kept = self.cache.get(self.cache.key(problem, candidate, self.config, self.base_seed))
+                cached = kept if kept is not None and kept.device == device else None
             if cached is not None:
                 verdict = cached.model_copy(update={"candidate_id": candidate.id, "cached": True})
                 if on_verdict:
@@ -284,6 +292,11 @@ class VerifierPool(ABC):
         """Whether this pool ran the problem's reference already (False where it cannot see its judges)."""
         return False
 
+    def timing_device(self) -> str | None:
+        """The device model this pool's timed verdicts are measured on (Verdict.device), which keys them in the
+        cache; None where untimed, or where the pool cannot tell (its judges are elsewhere)."""
+        return None
+
     @abstractmethod
     def _reference_errors(self, problems: list[Problem], keep: bool) -> Iterator[tuple[str, str | None]]: ...
 
@@ -309,6 +322,9 @@ class VerifierPool(ABC):
             self.close()
         else:
             self.abort()
+
+
+ABORT_STACKS_AFTER_S = 5.0
 
 
 class LocalVerifierPool(VerifierPool):
@@ -364,6 +380,9 @@ class LocalVerifierPool(VerifierPool):
     def _ran_here(self, problem_id: str) -> bool:
         return self.judge.reference_ran(problem_id)
 
+    def timing_device(self) -> str | None:
+        return self.judge.device_name(self.devices.indices[0]) if self.config.timed else None
+
     def _reference_errors(self, problems: list[Problem], keep: bool) -> Iterator[tuple[str, str | None]]:
         # as each ends, not in order: a progress bar held by one slow check would say nothing of the rest
         futures = {self._executor.submit(reference_error, self.judge, p, self.devices, keep): p for p in problems}
@@ -379,9 +398,15 @@ class LocalVerifierPool(VerifierPool):
         self.judge.close()
 
     def abort(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)  # what has not started never will
-        self.judge.abort()  # what has: its sandboxes die, so each judgement returns at once
-        self.close()
+        # an abort that lasts is where `timeout -k 10` kills the stage without its record (session 10 on the box,
+        # not understood): every thread's stack goes to stderr first
+        faulthandler.dump_traceback_later(ABORT_STACKS_AFTER_S)
+        try:
+            self._executor.shutdown(wait=False, cancel_futures=True)  # what has not started never will
+            self.judge.abort()  # what has: its sandboxes die, so each judgement returns at once
+            self.close()
+        finally:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def in_completion_order(futures: list[Future]) -> Iterator[Future]:
