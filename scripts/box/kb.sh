@@ -16,14 +16,16 @@ if [ "$who" = template ]; then source=(--template); turns=1; else source=(--from
 left=$(( seconds - $(elapsed) - 30 ))
 rc=0
 # INFO on the console: each slow reference's phases (where a full-size reference's minutes go) reach kb.log.
-# A level-1 problem's three trials are ~9 GB (the median; 2 GB in, 1 GB out a trial): kept on the judge's disk
-# (stored_trials_gb=12) rather than made again for every candidate trial; kept_gb bounds what stays between
-# problems (the box has a 64 GB disk; a disk that fills makes a trial again instead of failing the problem).
+# A level-1 problem's three trials are ~9 GB (the median; 2 GB in, 1 GB out a trial), its elementwise ones' 38.6 GB
+# (12.88 GB a trial; most of what the template answers): kept on the judge's disk (stored_trials_gb=40) rather
+# than made again by the reference for every candidate trial (at 12 GB none of theirs was kept: each candidate
+# trial waited ~15-20 s for its reference trial again); kept_gb bounds what stays between problems (the box has
+# a 64 GB disk; a disk that fills makes a trial again instead of failing the problem).
 # memory_admission=reference: a judgement takes its problem's estimate, not 32 GB (level 2's median trial is
 # 0.2 GB: 3 judgements at once became as many as compile_workers)
 PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO timeout -k 10 "$left" python3 -m flows.cli eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
   --level 1 --level 2 -c "$CONFIG" --set home="$KD_HOME" --set evaluate.max_turns=$turns \
-  --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=16 --set verifier.stored_trials_gb=12 \
+  --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=16 --set verifier.stored_trials_gb=40 \
   --set verifier.compare_torch_compile=true --set verifier.memory_admission=reference 2>&1 | tee "$OUT/kb.log" || rc=$?   # the whole log comes back
 echo "eval rc $rc at $(elapsed) s (124: cut by the call's limit; the same command goes on)"
 pack_home
