@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from schemas import load_config
-from schemas.records import Problem
+from schemas.records import Candidate, Problem
 from schemas.records import VerdictCategory as V
 from tests.attacks import native
 from tests.kernels import REFERENCE, FORGE_DECLARATION, _framed_message, candidate, framed_blob, good, problem
@@ -71,8 +71,8 @@ def _deeply_nested(kind: str, depth: int = 5000) -> bytes:
     return out.getvalue()
 
 
-def _trial_out(inputs_after) -> tuple:
-    return ("trial_out", 0, {"outputs": [], "inputs_after": inputs_after, "ops": {}, "own_calls": 1,
+def _trial_out(inputs_mutated) -> tuple:
+    return ("trial_out", 0, {"outputs": [], "inputs_mutated": inputs_mutated, "ops": {}, "own_calls": 1,
                              "seconds": 0.0})
 
 
@@ -92,10 +92,11 @@ FORGED = {
     "trial_error_without_text": forged_in_forward(("trial_error", 0)),
     "trial_died_without_code": forged_in_forward(("died",)),
     "trial_died_with_text_code": forged_in_forward(("died", "x")),
-    # inputs_after naming a plain value where the input tensor was: same_bytes(tensor, 5) (the outputs file it
-    # names had to exist when outputs came as a file: the candidate makes it, next to its log, whose path its
-    # stdout's link says; they come as a sealed memory file now, and the report is refused before any)
-    "trial_inputs_after_a_value": forged_in_forward(_trial_out([{"value": 5}]), before=MAKE_OUTPUTS_FILE),
+    # the account of which inputs the forward changed naming a plain value where an input's index goes (the
+    # outputs file it names had to exist when outputs came as a file: the candidate makes it, next to its log,
+    # whose path its stdout's link says; they come as a sealed memory file now, and the report is refused before
+    # any). With honest outputs handed over beside it: test_a_forged_hand_over_of_a_trials_outputs_...
+    "trial_inputs_mutated_a_value": forged_in_forward(_trial_out([{"value": 5}]), before=MAKE_OUTPUTS_FILE),
 }
 
 
@@ -181,6 +182,9 @@ def test_a_check_that_keeps_nothing_refuses_a_forged_reply_as_its_problems_failu
     assert sandbox_processes() == []
 
 
+TWO_OUTPUTS = REFERENCE.replace("return torch.sigmoid(x) * self.w", "return torch.sigmoid(x) * self.w, x * 2")
+assert TWO_OUTPUTS != REFERENCE
+
 HAND_OVER_ATTACK = '''
 import gc
 import multiprocessing.connection
@@ -195,6 +199,7 @@ from verifier.reference import dumps
 from verifier.tensor_io import HANDED_OVER, describe_tensors, write_sealed, write_tensors
 
 ATTACK = "{attack}"
+MUTATED = {mutated}
 
 
 def _channel():
@@ -210,8 +215,10 @@ class ModelNew(nn.Module):
         self.w = nn.Parameter(torch.randn(8))
 
     def forward(self, x):
-        outputs = [torch.sigmoid(x) * self.w, x]  # right: what the judge expects, and the input as it was
+        # right: what the judge expects (the second output: TWO_OUTPUTS's only)
+        outputs = [torch.sigmoid(x) * self.w, x * 2]
         metas = describe_tensors(outputs)
+        count = 2 if ATTACK == "overlapping" else 1
         if ATTACK == "unsealed":  # the right bytes, in a memory file it could still change once mapped
             fds = [os.memfd_create("forged")]
             metas = write_tensors(f"/proc/self/fd/{{fds[0]}}", outputs)
@@ -221,13 +228,15 @@ class ModelNew(nn.Module):
             fds = [write_sealed([torch.ones(1)])[0]]
         elif ATTACK == "two":
             fds = [write_sealed(outputs)[0], write_sealed(outputs)[0]]
-        elif ATTACK == "overlapping":  # both tensors over the same bytes
+        elif ATTACK == "overlapping":  # both outputs over the same bytes
             fd, metas = write_sealed(outputs)
             fds, metas = [fd], [metas[0], {{**metas[1], "offset": metas[0]["offset"]}}]
-        else:  # "bare": the byte without a descriptor
+        elif ATTACK == "bare":  # the byte without a descriptor
             fds = []
+        else:  # the right outputs, rightly handed over, beside a malformed account of which inputs it changed
+            fds = [write_sealed(outputs[:1])[0]]
         channel = _channel()
-        channel.send_bytes(dumps(("trial_out", 0, {{"outputs": metas[:1], "inputs_after": metas[1:], "ops": {{}},
+        channel.send_bytes(dumps(("trial_out", 0, {{"outputs": metas[:count], "inputs_mutated": MUTATED, "ops": {{}},
                                                    "own_calls": 1, "seconds": 0.001}})))
         with socket.socket(fileno=os.dup(channel.fileno())) as sock:
             socket.send_fds(sock, [HANDED_OVER], fds)
@@ -247,17 +256,29 @@ def _memory_files_held() -> list[str]:
     return [link for link in links if link.startswith("/memfd:")]
 
 
-@pytest.mark.parametrize("attack", ["unsealed", "pipe", "short", "two", "overlapping", "bare"])
+# which inputs the forward changed, told as anything but the ascending indices of its input tensors (the
+# problem's one): a value where an index goes, a bool for an int, an input it has not, one twice, a negative one
+MALFORMED_ACCOUNTS = {"mutated_a_value": [{"value": 5}], "mutated_a_bool": [True], "mutated_out_of_range": [1],
+                      "mutated_twice": [0, 0], "mutated_negative": [-1]}
+
+
+@pytest.mark.parametrize("attack", ["unsealed", "pipe", "short", "two", "overlapping", "bare", *MALFORMED_ACCOUNTS])
 def test_a_forged_hand_over_of_a_trials_outputs_is_harness_tampering(judge, attack):
     """A trial's outputs come as a sealed memory file the judge maps without a copy (`map_sealed`). A candidate
     that forges the report and hands over its own descriptor — a memory file it can still write (it would change
     the bytes after the judge checked them), a pipe, a sealed file shorter than described (a SIGBUS in the
-    judge), two files at once, tensors over the same bytes, or no descriptor at all — is charged with
-    harness-tampering at once: the judge neither raises nor keeps any descriptor it was sent."""
+    judge), two files at once, tensors over the same bytes, or no descriptor at all — or that hands over the right
+    outputs beside a malformed account of which inputs its forward changed, is charged with harness-tampering at
+    once: the judge neither raises nor keeps any descriptor it was sent."""
     assert not _memory_files_held()
     started = time.monotonic()
-    verdict = judge.verify(problem(), candidate(f"hand_over_{attack}", HAND_OVER_ATTACK.format(attack=attack)),
-                           static_rules=False)
+    source = HAND_OVER_ATTACK.format(attack=attack, mutated=MALFORMED_ACCOUNTS.get(attack, []))
+    # two outputs over the same bytes need a problem of two outputs (one of another layout is never mapped)
+    target = Problem(id=Problem.make_id(TWO_OUTPUTS), source="test", reference=TWO_OUTPUTS, name="two_outputs") \
+        if attack == "overlapping" else problem()
+    forger = Candidate(id=Candidate.make_id(target.id, source, "cpu"), problem_id=target.id, source=source,
+                       origin=f"hand_over_{attack}")
+    verdict = judge.verify(target, forger, static_rules=False)
     assert verdict.category == V.illegal and verdict.rule == "harness-tampering", verdict.detail
     assert time.monotonic() - started < 20  # not the hand-over's 30 s wait: refused as soon as it is read
     assert not _memory_files_held()

@@ -150,11 +150,12 @@ print(json.dumps({{"category": v.category.value, "detail": v.detail[:300], "peak
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["category"] == "pass", result["detail"]
     trial = 2 << 30
-    # the trials and the timing set held at once would be 8 GiB in the judge alone; one trial's inputs, and the
-    # candidate's view of them after its forward (the input-mutation check), are 4 GiB
+    # the trials and the timing set held at once would be 8 GiB in the judge alone; one trial's inputs and the
+    # candidate's outputs beside them are 4 GiB (its inputs are no longer sent back: it reports whether it wrote
+    # them)
     assert result["judge_peak"] < 2.6 * trial, result
     # the candidate's sandbox (its cgroup's peak, tmpfs files included): while it is timed, two rotating input
-    # buffers and the set being read in, plus its inputs-after file of the last trial: about four trials' inputs,
+    # buffers and the set being read in, plus its last trial's outputs: at most about four trials' inputs,
     # whatever the number of trials and timed calls
     assert result["peak"] is not None and result["peak"] < 4.5 * trial, result
     assert not list((tmp_path / "cache" / "stash").glob("*/*/*.bin"))  # the judge's stash is gone with it

@@ -69,6 +69,32 @@ def test_a_device_tensor_goes_to_the_file_through_one_reused_buffer_in_chunks(tm
     assert data == b"".join(v.numpy().tobytes() for v in values)
 
 
+def test_a_content_checksum_changes_with_any_write_and_only_with_one(monkeypatch):
+    """What a sandbox compares before and after a forward (input-mutation) instead of sending its inputs back: the
+    same bytes give the same checksum, however they are laid out or sliced into chunks; one changed element, two
+    swapped ones, a changed dtype or shape give another."""
+    import verifier.tensor_io as tensor_io
+    from verifier.tensor_io import content_checksum
+
+    x = torch.randn(3, 5, 7)
+    before = content_checksum(x)
+    assert content_checksum(x.clone()) == before
+    assert content_checksum(x.transpose(0, 2).contiguous().transpose(0, 2)) == before  # same values, other strides
+    changed = x.clone()
+    changed[2, 4, 6] = torch.nextafter(changed[2, 4, 6], torch.tensor(10.0))  # one ulp, the last element
+    swapped = x.clone()
+    swapped[0, 0, 0], swapped[0, 0, 1] = x[0, 0, 1], x[0, 0, 0]
+    assert len({before, content_checksum(changed), content_checksum(swapped), content_checksum(x.reshape(5, 21)),
+                content_checksum(x.double())}) == 5
+    odd = torch.tensor([True, False, True])  # 3 bytes: summed as bytes, not words
+    assert content_checksum(odd) != content_checksum(torch.tensor([True, True, True]))
+    unaligned = torch.arange(10, dtype=torch.uint8)[1:9]  # 8 bytes at an odd offset
+    assert content_checksum(unaligned) == content_checksum(unaligned.clone())
+    assert content_checksum(torch.empty(0, 4)) == ("torch.float32", (0, 4), 0)
+    monkeypatch.setattr(tensor_io, "CHECKSUM_CHUNK_WORDS", 4)  # many chunks: the same sums, weighted by position
+    assert content_checksum(x) == before and content_checksum(swapped) != before
+
+
 def test_same_bytes_sees_nan_as_equal_and_any_change_as_different():
     a = torch.tensor([1.0, float("nan")])
     assert same_bytes(a, a.clone())

@@ -43,7 +43,7 @@ from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, Sa
                                 cpu_accounting, quote)
 from verifier.stash import STASH_MEMORY_BYTES, MemoryAllowance, TensorStash, digest, private_directory
 from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, check_descriptions, describe, map_sealed,
-                               nbytes_of, read_tensors, same_bytes, write_sealed)
+                               nbytes_of, read_tensors, write_sealed)
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
 
 log = logging.getLogger("kerneldojo.verifier")
@@ -1352,6 +1352,8 @@ class Judge:
             started = time.perf_counter()
             # its inputs: a sealed memory file the sandbox maps (no read; it cannot change the judge's bytes)
             handed, metas = write_sealed(host_inputs)
+            n_tensors = sum(isinstance(x, torch.Tensor) for x in host_inputs)
+            del host_inputs  # the sandbox reports whether it changed them: the judge keeps no copy meanwhile
             cold = reference.cold_start_seconds if index == 0 else 0.0
             allowed = min(cfg.run_timeout_s, limit + cold)
             try:
@@ -1375,8 +1377,8 @@ class Judge:
                     return _tampered(f"malformed trial error {quote(msg)}", compile_seconds)
                 return _Outcome(VerdictCategory.runtime_error, f"trial {index}: forward raised:\n{msg[2]}", **compiled)
             try:
-                result = _trial_result(msg, index)
-                # its outputs and inputs after the forward: a sealed memory file, mapped, not read back
+                result = _trial_result(msg, index, n_tensors)
+                # its outputs: a sealed memory file, mapped, not read back
                 handed = box.receive_descriptor(HAND_OVER_TIMEOUT_S)
                 if handed is None:
                     return _tampered(f"trial {index}'s report came without the sealed memory file of its outputs",
@@ -1387,17 +1389,15 @@ class Judge:
                         rule, detail = illegal
                         return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {detail}", legal=False, rule=rule,
                                         **compiled)
-                    tensors = [x for x in host_inputs if isinstance(x, torch.Tensor)]
                     mismatch = layout_mismatch(expected, describe(result["outputs"]))
                     # outputs of the wrong layout are a wrong output, never mapped (their size is not bounded)
-                    after, *host_outputs = map_sealed(handed, [(result["inputs_after"], nbytes_of(tensors)), *(
-                        [(result["outputs"], nbytes_of(expected))] if mismatch is None else [])])
+                    host_outputs = map_sealed(handed, [(result["outputs"], nbytes_of(expected))]) \
+                        if mismatch is None else []
                 finally:
                     os.close(handed)
-                if len(after) != len(tensors) or not all(map(same_bytes, tensors, after)):
+                if result["inputs_mutated"]:  # the sandbox's own account (content_checksum before and after)
                     return _Outcome(VerdictCategory.illegal, "illegal (input-mutation): forward modified its input "
                                     "tensors in place", legal=False, rule="input-mutation", **compiled)
-                del after, tensors, host_inputs
                 if mismatch is None:
                     [host_outputs] = host_outputs
                     # NaN equals nothing (torch.equal): an output with NaNs replays nothing, it is just wrong
@@ -1611,14 +1611,18 @@ def map_native_line(error: str, source: str) -> str:
     return f"candidate.py:{py_line} ({m.group('file')}:{m.group('line')}): {m.group('rest')}"
 
 
-def _trial_result(msg: tuple, index: int) -> dict[str, Any]:
-    """The sandbox's report of one trial, its shape checked (the candidate shares the sandbox's process)."""
-    fields = {"outputs": list, "inputs_after": list, "ops": dict, "own_calls": (int, type(None)), "seconds": float}
+def _trial_result(msg: tuple, index: int, n_tensors: int) -> dict[str, Any]:
+    """The sandbox's report of one trial, its shape checked (the candidate shares the sandbox's process):
+    `inputs_mutated` names, in order, which of its `n_tensors` input tensors the forward changed."""
+    fields = {"outputs": list, "inputs_mutated": list, "ops": dict, "own_calls": (int, type(None)), "seconds": float}
     if len(msg) != 3 or msg[0] != "trial_out" or type(msg[1]) is not int or msg[1] != index \
             or not isinstance(msg[2], dict) or set(msg[2]) != set(fields) \
             or not all(isinstance(msg[2][k], t) for k, t in fields.items()) \
             or not all(isinstance(k, str) and type(v) is int for k, v in msg[2]["ops"].items()) \
-            or not all(isinstance(m, dict) and "value" not in m for m in [*msg[2]["outputs"], *msg[2]["inputs_after"]]):
+            or not all(isinstance(m, dict) and "value" not in m for m in msg[2]["outputs"]) \
+            or not all(type(k) is int for k in msg[2]["inputs_mutated"]) \
+            or msg[2]["inputs_mutated"] != sorted(set(msg[2]["inputs_mutated"])) \
+            or not all(0 <= k < n_tensors for k in msg[2]["inputs_mutated"]):
         raise TamperedData(f"unexpected reply to trial {index}: {quote(msg)}")
     return msg[2]
 

@@ -33,9 +33,9 @@ from verifier import jail
 from verifier.artifacts import load_artifact
 from verifier.legality import DispatchRecorder
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
-from verifier.tensor_io import (append_tensors, bytes_spanned, describe_tensors, hand_over, map_copy_on_write,
-                                map_shared_staging, new_memory_file, seal, tensors_in, write_sealed,
-                                write_tensors)
+from verifier.tensor_io import (append_tensors, bytes_spanned, content_checksum, describe_tensors, hand_over,
+                                map_copy_on_write, map_shared_staging, new_memory_file, seal, tensors_in,
+                                write_sealed, write_tensors)
 from verifier.timing import time_calls as _time_calls
 
 MAX_TRACE = 4000
@@ -259,6 +259,10 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
             calls_before = own_calls()
             recorder = DispatchRecorder(poison=True)
             try:
+                tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+                # its inputs' contents before and after: whether the forward wrote them (input-mutation), told
+                # rather than sent back (a full-size input is GBs to write); a report on itself either way
+                before = [content_checksum(x) for x in tensors]
                 with torch.no_grad():
                     t0 = _perf_counter()
                     with recorder:
@@ -266,15 +270,17 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                     sync()
                     seconds = _perf_counter() - t0
                 outputs = to_list(out)
+                mutated = [k for k, (x, was) in enumerate(zip(tensors, before)) if content_checksum(x) != was]
+                del tensors
                 # into a sealed memory file the judge maps: no file to read back into its memory
-                sealed, written = write_sealed([*outputs, *[x for x in inputs if isinstance(x, torch.Tensor)]])
+                sealed, written = write_sealed(outputs)
             except BaseException as exc:
                 send(("trial_error", index, _short_trace(exc)))
                 continue
             try:
                 send(("trial_out", index, {
-                    "outputs": written[:len(outputs)],
-                    "inputs_after": written[len(outputs):],
+                    "outputs": written,
+                    "inputs_mutated": mutated,
                     "ops": dict(recorder.ops),
                     "own_calls": own_calls() - calls_before if modules else None,
                     "seconds": seconds,

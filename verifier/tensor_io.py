@@ -375,5 +375,29 @@ def same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(flat(a), flat(b.to(a.device)))
 
 
+CHECKSUM_CHUNK_WORDS = 1 << 24  # words summed at once: the int64 temporaries stay at 2 x 128 MB, whatever the size
+
+
+def content_checksum(t: torch.Tensor) -> tuple[str, tuple[int, ...], int]:
+    """Its dtype, shape and a position-weighted sum of its bytes (32-bit words where they divide evenly, bytes
+    otherwise), computed where it lives: equal for unchanged contents, different (but for a 1 in 65521 chance or
+    so) after any write that changes them — the sandbox's check of its inputs after a forward, without sending
+    them back. Integer arithmetic: the same bytes give the same sum on any device, in any order of addition."""
+    data = t.detach().reshape(-1)
+    raw = data.contiguous().view(torch.uint8) if data.numel() else torch.empty(0, dtype=torch.uint8)
+    words = raw
+    if raw.numel() % 4 == 0:
+        try:
+            words = raw.view(torch.int32)
+        except RuntimeError:  # a storage offset that is not word-aligned: an aligned copy sums the same words
+            words = raw.clone().view(torch.int32)
+    total = 0
+    for start in range(0, words.numel(), CHECKSUM_CHUNK_WORDS):
+        chunk = words[start:start + CHECKSUM_CHUNK_WORDS].to(torch.int64)
+        weights = torch.arange(start, start + chunk.numel(), device=chunk.device, dtype=torch.int64)
+        total += int(chunk.mul_(weights.remainder_(65521).add_(1)).sum())
+    return str(t.dtype), tuple(t.shape), total
+
+
 __all__ = ["TamperedData", "write_tensors", "describe_tensors", "check_descriptions", "write_sealed", "map_sealed", "hand_over", "new_memory_file", "append_tensors", "seal", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
-           "map_shared_staging", "map_copy_on_write", "describe", "nbytes_of", "same_bytes"]
+           "map_shared_staging", "map_copy_on_write", "describe", "nbytes_of", "same_bytes", "content_checksum"]
