@@ -43,6 +43,10 @@ CUDA_RED_TEAM = {
     "illegal_address": (cuda_candidate(replace=[("out[idx] = v * 1.5f + 0.25f;",
                                                  "out[idx + (1 << 30)] = v * 1.5f + 0.25f;")]),
                         V.runtime_error, None),
+    # its output right, its input zeroed behind it: the sandbox's checksum of its inputs after the forward
+    "writes_its_input": (cuda_candidate(replace=[("out[idx] = v * 1.5f + 0.25f;",
+                                                  "out[idx] = v * 1.5f + 0.25f; ((float*)x)[idx] = 0.f;")]),
+                         V.illegal, "input-mutation"),
     "kernel_never_ends": (cuda_candidate(replace=[("float v = x[idx];",
                                                    "float v = x[idx]; while (clock64() >= 0) { }")]),
                           V.timeout, None),
