@@ -71,28 +71,35 @@ def test_a_device_tensor_goes_to_the_file_through_one_reused_buffer_in_chunks(tm
 
 def test_a_content_checksum_changes_with_any_write_and_only_with_one(monkeypatch):
     """What a sandbox compares before and after a forward (input-mutation) instead of sending its inputs back: the
-    same bytes give the same checksum, however they are laid out or sliced into chunks; one changed element, two
-    swapped ones, a changed dtype or shape give another."""
+    same bytes give the same checksum, however they are laid out; one changed element, two swapped ones, a changed
+    dtype or shape give another. Both ways: the host's CRC-32, and the GPU's position-weighted sum (run here on the
+    host, in chunks that straddle the tensor)."""
     import verifier.tensor_io as tensor_io
-    from verifier.tensor_io import content_checksum
+    from verifier.tensor_io import content_checksum, weighted_word_sum
 
     x = torch.randn(3, 5, 7)
-    before = content_checksum(x)
-    assert content_checksum(x.clone()) == before
-    assert content_checksum(x.transpose(0, 2).contiguous().transpose(0, 2)) == before  # same values, other strides
     changed = x.clone()
     changed[2, 4, 6] = torch.nextafter(changed[2, 4, 6], torch.tensor(10.0))  # one ulp, the last element
     swapped = x.clone()
     swapped[0, 0, 0], swapped[0, 0, 1] = x[0, 0, 1], x[0, 0, 0]
+    before = content_checksum(x)
+    assert content_checksum(x.clone()) == before
+    assert content_checksum(x.transpose(0, 2).contiguous().transpose(0, 2)) == before  # same values, other strides
     assert len({before, content_checksum(changed), content_checksum(swapped), content_checksum(x.reshape(5, 21)),
                 content_checksum(x.double())}) == 5
+    assert content_checksum(torch.empty(0, 4))[:2] == ("torch.float32", (0, 4))
+
+    def word_sum(t: torch.Tensor) -> int:
+        return weighted_word_sum(t.reshape(-1).contiguous().view(torch.uint8))
+
+    whole = word_sum(x)
+    assert len({whole, word_sum(changed), word_sum(swapped)}) == 3
     odd = torch.tensor([True, False, True])  # 3 bytes: summed as bytes, not words
-    assert content_checksum(odd) != content_checksum(torch.tensor([True, True, True]))
-    unaligned = torch.arange(10, dtype=torch.uint8)[1:9]  # 8 bytes at an odd offset
-    assert content_checksum(unaligned) == content_checksum(unaligned.clone())
-    assert content_checksum(torch.empty(0, 4)) == ("torch.float32", (0, 4), 0)
+    assert word_sum(odd) != word_sum(torch.tensor([True, True, True]))
+    unaligned = torch.arange(10, dtype=torch.uint8)[1:9]  # 8 bytes at an odd offset: summed as the same words
+    assert weighted_word_sum(unaligned) == weighted_word_sum(unaligned.clone())
     monkeypatch.setattr(tensor_io, "CHECKSUM_CHUNK_WORDS", 4)  # many chunks: the same sums, weighted by position
-    assert content_checksum(x) == before and content_checksum(swapped) != before
+    assert word_sum(x) == whole and word_sum(swapped) != whole
 
 
 def test_same_bytes_sees_nan_as_equal_and_any_change_as_different():
