@@ -208,9 +208,8 @@ class Cgroups:
         return {pid for leaf in leaves for pid in _cgroup_pids(Path(leaf))}
 
     @staticmethod
-    def kill(leaves: tuple[str, ...], wait: bool = True) -> None:
-        """SIGKILL every process in the groups until none is left (or 5 s have passed); `wait=False`: once, without
-        waiting for them to go (a process with a large CUDA context takes seconds to end)."""
+    def kill(leaves: tuple[str, ...]) -> None:
+        """SIGKILL every process in the groups until none is left (or 5 s have passed)."""
         for leaf in map(Path, leaves):
             if not leaf.exists():
                 continue
@@ -229,7 +228,7 @@ class Cgroups:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                if not wait or time.monotonic() > deadline:
+                if time.monotonic() > deadline:
                     break
                 time.sleep(0.01)
 
@@ -680,10 +679,10 @@ class Isolation:
             hub_cache=hub_cache,
         )
 
-    def kill(self, home: SandboxHome, wait: bool = True) -> None:
-        """Kill every process in the sandbox's cgroups (its whole tree) and, with `wait`, wait until they are gone."""
+    def kill(self, home: SandboxHome) -> None:
+        """Kill every process in the sandbox's cgroups (its whole tree) and wait until they are gone."""
         if home.cgroups:
-            Cgroups.kill(home.cgroups, wait)
+            Cgroups.kill(home.cgroups)
 
     def release(self, home: SandboxHome) -> None:
         if home.cgroups:

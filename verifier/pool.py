@@ -7,7 +7,6 @@ build cache shared through the cache directory.
 
 from __future__ import annotations
 
-import faulthandler
 import json
 import lzma
 import os
@@ -324,9 +323,6 @@ class VerifierPool(ABC):
             self.abort()
 
 
-ABORT_STACKS_AFTER_S = 5.0
-
-
 class LocalVerifierPool(VerifierPool):
     """N sandboxes at a time on this machine; each judgement happens in its own sandbox process."""
 
@@ -398,15 +394,9 @@ class LocalVerifierPool(VerifierPool):
         self.judge.close()
 
     def abort(self) -> None:
-        # an abort that lasts is where `timeout -k 10` kills the stage without its record (session 10 on the box,
-        # not understood): every thread's stack goes to stderr first
-        faulthandler.dump_traceback_later(ABORT_STACKS_AFTER_S)
-        try:
-            self._executor.shutdown(wait=False, cancel_futures=True)  # what has not started never will
-            self.judge.abort()  # what has: its sandboxes die, so each judgement returns at once
-            self.close()
-        finally:
-            faulthandler.cancel_dump_traceback_later()
+        self._executor.shutdown(wait=False, cancel_futures=True)  # what has not started never will
+        self.judge.abort()  # what has: its sandboxes die, so each judgement returns at once
+        self.close()
 
 
 def in_completion_order(futures: list[Future]) -> Iterator[Future]:

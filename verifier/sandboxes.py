@@ -421,12 +421,6 @@ class Sandbox:
             self.isolation.kill(self.home)
         self._signal_group(signal.SIGKILL)
 
-    def kill_jail(self) -> None:
-        """SIGKILL what runs in its cgroups, without waiting for it to end; its keeper (outside them) lives on to
-        reap it. Then kill() waits for it: several sandboxes die together rather than one after another."""
-        if not self._closed and self.proc.exitcode is None and self.home.cgroups:
-            self.isolation.kill(self.home, wait=False)
-
     def _signal_group(self, sig: signal.Signals) -> None:
         """`sig` to its process group (the keeper's, which setpgrp made) and to the keeper itself (before its
         setpgrp too; not once reaped: its pid may be another process's by now)."""
@@ -762,16 +756,10 @@ class SandboxFactory:
         ends now instead of at its time limit. Their owners close them; close() follows."""
         with self._lock:
             self._closed = self._aborted = True
-            spares = {id(box) for group in self._spares.values() for box in group}
-            live = [box for box in self._live if id(box) not in spares]
-        # every one signalled before any is waited for (their owners' close() waits, each in its own thread): each
-        # with a CUDA context of GBs took seconds to end, one after another, past the 10 s `timeout -k 10` gives
-        # the stage to record its end (session 10, the box). The spares stop in order, as close() stops them.
-        for box in live:
-            box.kill_jail()
+            live = list(self._live)
+        self._stop_spares()
         for box in live:
             box.kill()
-        self._stop_spares()
 
     def close(self) -> None:
         """Close the spares and wait for the refills in flight (each closes the sandbox it was starting), so
