@@ -195,13 +195,13 @@ class VerifierPool(ABC):
         handles = []
         # smallest first: a full-size problem whose memory share waits blocks every judgement behind it (admission
         # is first come, first served), so the large ones go last and the small ones never wait behind them
+        device = self.timing_device()
         for problem, candidate in sorted(pairs, key=lambda pair: measured_trial_bytes(pair[0])):
             self.calls += 1
             if problem.id in self.broken:
                 if on_broken:
                     on_broken(ReferenceBroken(problem.id, candidate.id, self.broken[problem.id]))
                 continue
-            device = self.timing_device()
             key = self.cache.key(problem, candidate, self.config, self.base_seed, device)
             cached = self.cache.get(key) if self.config.use_cache else None
             if cached is None and device and self.config.use_cache:
