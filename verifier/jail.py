@@ -378,6 +378,11 @@ def enter(plan: JailPlan, keep_fds: set[int], gpu: bool = False, on_failure=None
         # every cache a library keeps goes to the jail's own /tmp (the host's are not in its view)
         os.environ.update(TMPDIR="/tmp", HOME="/tmp", XDG_CACHE_HOME="/tmp/.cache", TRITON_HOME="/tmp",
                           TRITON_CACHE_DIR="/tmp/.triton/cache", TORCHINDUCTOR_CACHE_DIR="/tmp/torchinductor",
+                          # inductor compiles in this process: its default pool (a subprocess of one worker a
+                          # core, 16 on the GPU box, each with its threads) ran a compiled baseline's sandbox
+                          # into its task limit, and the baseline died at random (exit 255, the pool's resource
+                          # tracker gone; cudaErrorOperatingSystem pinning memory beside it)
+                          TORCHINDUCTOR_COMPILE_THREADS="1",
                           CUDA_CACHE_PATH="/tmp/.nv/ComputeCache", TORCH_EXTENSIONS_DIR="/tmp/torch_extensions",
                           # no network here: libraries that would fetch (a reference loading a hub model) fail
                           # at once with their offline error instead of retrying for half a minute
