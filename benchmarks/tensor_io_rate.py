@@ -4,8 +4,14 @@ measured in the same run. On the H200 box (2026-12-03) a full-size KernelBench r
 ~1.3 GB/s each way through the sandbox's tmpfs: 60 s of a 94 s reference check at 12.9 GB a trial.
 
     python -m benchmarks.tensor_io_rate [--gb 1.0] [--dir /dev/shm] [--repeats 3]
+    python -m benchmarks.tensor_io_rate --device cuda [--gb 2.0]   # a GPU tensor into a sealed memory file
 
 Prints GB/s of each side and its ratio to the in-memory copy (a ratio near 1: the files cost nothing more).
+With --device cuda: the ways a sandbox's device tensor (a full-size trial's inputs and outputs) can reach a
+sealed memory file — today's (64 MB pageable staging, `write_sealed`), a page-locked staging buffer, and a copy
+straight into the file's own pages mapped — against the device-to-host copy alone, and the way back (a mapped
+file's bytes to the device: a candidate's inputs). The box measured 0.6-0.9 GB/s the first way (sessions 8, 10).
+
 Since a trial's outputs come to the judge as a sealed memory file it maps (`write_sealed`, `map_sealed`), the
 same bytes that way too; and what the judge does with them (one pass over every byte: its comparison), after
 each way of getting them: the hand-over's gain is the read-back the judge no longer makes.
@@ -37,7 +43,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                         help="where the file lives (a sandbox's io folder is a tmpfs)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cpu", help="cuda: a device tensor's ways into a memory file")
     args = parser.parse_args(argv)
+    if args.device != "cpu":
+        device_rates(args.gb, args.device, args.repeats)
+        return
     tensor = torch.rand(int(args.gb * 1e9) // 4)
     nbytes = tensor.nbytes
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
@@ -70,6 +80,70 @@ def main(argv: list[str] | None = None) -> None:
                           ("map_sealed, then one pass", map_pass_s)):
         print(f"{name:34} {rate(seconds):7.2f} {copy_s / seconds:17.2f}")
     print(f"the judge's side, mapped against read back: {read_pass_s / map_pass_s:.2f}x")
+
+
+def device_rates(gb: float, device: str, repeats: int) -> None:
+    """GB/s of a device tensor's ways into a sealed memory file, and of a mapped file's bytes to the device."""
+    from verifier.tensor_io import new_memory_file, seal
+
+    tensor = torch.rand(int(gb * 1e9) // 4, device=device)
+    raw = tensor.view(torch.uint8)
+    nbytes = tensor.nbytes
+    chunk = 64 << 20
+    opened: list[int] = []
+
+    def fresh() -> int:
+        for fd in opened:
+            os.close(fd)
+        opened[:] = [new_memory_file()]
+        return opened[0]
+
+    def today() -> None:
+        for fd in opened:
+            os.close(fd)
+        opened[:] = [write_sealed([tensor])[0]]
+
+    def staged(pinned: bool) -> None:
+        fd = fresh()
+        staging = torch.empty(chunk, dtype=torch.uint8, pin_memory=pinned)
+        with os.fdopen(fd, "ab", closefd=False) as f:
+            for start in range(0, nbytes, chunk):
+                piece = raw[start:start + chunk]
+                staging[:piece.numel()].copy_(piece)
+                f.write(staging[:piece.numel()].numpy().data)
+        seal(fd)
+
+    def mapped() -> None:
+        import mmap
+        fd = fresh()
+        os.ftruncate(fd, nbytes)
+        with mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE) as mapping:
+            view = torch.frombuffer(mapping, dtype=torch.uint8, count=nbytes)
+            view.copy_(raw)
+            del view
+        seal(fd)
+
+    def sync(fn):
+        def timed() -> None:
+            fn()
+            torch.cuda.synchronize()
+        return timed
+
+    rows = [("device-to-host copy (.cpu())", _best(sync(lambda: raw.cpu()), repeats)),
+            ("write_sealed (64 MB pageable staging)", _best(sync(today), repeats)),
+            ("64 MB page-locked staging", _best(sync(lambda: staged(True)), repeats)),
+            ("copy into the mapped file", _best(sync(mapped), repeats))]
+    sealed_fd, metas = write_sealed([tensor])
+    host = map_sealed(sealed_fd, [(metas, nbytes)])[0][0]
+    rows.append(("mapped file to the device (.to())", _best(sync(lambda: host.to(device)), repeats)))
+    os.close(sealed_fd)
+    for fd in opened:
+        os.close(fd)
+    copy_s = rows[0][1]
+    print(f"{nbytes / 1e9:.2f} GB from {torch.cuda.get_device_name()} into a memory file")
+    print(f"{'':40} {'GB/s':>7} {'x device-to-host':>17}")
+    for name, seconds in rows:
+        print(f"{name:40} {nbytes / seconds / 1e9:7.2f} {copy_s / seconds:17.2f}")
 
 
 if __name__ == "__main__":
