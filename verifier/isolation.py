@@ -208,8 +208,9 @@ class Cgroups:
         return {pid for leaf in leaves for pid in _cgroup_pids(Path(leaf))}
 
     @staticmethod
-    def kill(leaves: tuple[str, ...]) -> None:
-        """SIGKILL every process in the groups until none is left (or 5 s have passed)."""
+    def kill(leaves: tuple[str, ...], wait: bool = True) -> None:
+        """SIGKILL every process in the groups until none is left (or 5 s have passed); `wait=False`: once, without
+        waiting for them to go (a process with a large CUDA context takes seconds to end)."""
         for leaf in map(Path, leaves):
             if not leaf.exists():
                 continue
@@ -228,7 +229,7 @@ class Cgroups:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                if time.monotonic() > deadline:
+                if not wait or time.monotonic() > deadline:
                     break
                 time.sleep(0.01)
 
@@ -679,10 +680,10 @@ class Isolation:
             hub_cache=hub_cache,
         )
 
-    def kill(self, home: SandboxHome) -> None:
-        """Kill every process in the sandbox's cgroups (its whole tree) and wait until they are gone."""
+    def kill(self, home: SandboxHome, wait: bool = True) -> None:
+        """Kill every process in the sandbox's cgroups (its whole tree) and, with `wait`, wait until they are gone."""
         if home.cgroups:
-            Cgroups.kill(home.cgroups)
+            Cgroups.kill(home.cgroups, wait)
 
     def release(self, home: SandboxHome) -> None:
         if home.cgroups:

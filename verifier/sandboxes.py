@@ -421,6 +421,12 @@ class Sandbox:
             self.isolation.kill(self.home)
         self._signal_group(signal.SIGKILL)
 
+    def kill_jail(self) -> None:
+        """SIGKILL what runs in its cgroups, without waiting for it to end; its keeper (outside them) lives on to
+        reap it. kill() then waits for it: several sandboxes die together rather than one after another."""
+        if not self._closed and self.proc.exitcode is None and self.home.cgroups:
+            self.isolation.kill(self.home, wait=False)
+
     def _signal_group(self, sig: signal.Signals) -> None:
         """`sig` to its process group (the keeper's, which setpgrp made) and to the keeper itself (before its
         setpgrp too; not once reaped: its pid may be another process's by now)."""
@@ -701,6 +707,8 @@ class SandboxFactory:
         taken = None
         key = (role, device_index)
         with self._lock:
+            if self._aborted:  # a judgement still running when abort() came (a failed trial judged again)
+                raise SandboxStartError("the judge was aborted: it starts no more sandboxes")
             spares = self._spares.setdefault(key, [])
             while spares and taken is None:
                 box = spares.pop(0)
@@ -756,8 +764,15 @@ class SandboxFactory:
         ends now instead of at its time limit. Their owners close them; close() follows."""
         with self._lock:
             self._closed = self._aborted = True
-            live = list(self._live)
-        self._stop_spares()
+            live = list(self._live)  # the spares too
+            spares = [box for group in self._spares.values() for box in group]
+            self._spares.clear()  # under the lock take() takes: no judgement is handed one from now on
+        # every one signalled before any is waited for: each with a CUDA context of GBs took seconds to end, one
+        # after another, past the 10 s `timeout -k 10` gives a stage to record its end (session 10, the box)
+        for box in live:
+            box.kill_jail()
+        for box in spares:
+            box.close()
         for box in live:
             box.kill()
 
