@@ -233,6 +233,12 @@ class ModelNew(nn.Module):
             fds, metas = [fd], [metas[0], {{**metas[1], "offset": metas[0]["offset"]}}]
         elif ATTACK == "bare":  # the byte without a descriptor
             fds = []
+        elif ATTACK == "bomb":  # the right outputs, described with a dtype whose text is 2^64 lists long: a list
+            fds = [write_sealed(outputs[:1])[0]]  # of itself, twice, 64 deep (the pickle's memo keeps it tiny)
+            bomb = []
+            for _ in range(64):
+                bomb = [bomb, bomb]
+            metas = [{{**metas[0], "dtype": bomb}}]
         else:  # the right outputs, rightly handed over, beside a malformed account of which inputs it changed
             fds = [write_sealed(outputs[:1])[0]]
         channel = _channel()
@@ -262,14 +268,16 @@ MALFORMED_ACCOUNTS = {"mutated_a_value": [{"value": 5}], "mutated_a_bool": [True
                       "mutated_twice": [0, 0], "mutated_negative": [-1]}
 
 
-@pytest.mark.parametrize("attack", ["unsealed", "pipe", "short", "two", "overlapping", "bare", *MALFORMED_ACCOUNTS])
+@pytest.mark.parametrize("attack", ["unsealed", "pipe", "short", "two", "overlapping", "bare", "bomb",
+                                    *MALFORMED_ACCOUNTS])
 def test_a_forged_hand_over_of_a_trials_outputs_is_harness_tampering(judge, attack):
     """A trial's outputs come as a sealed memory file the judge maps without a copy (`map_sealed`). A candidate
     that forges the report and hands over its own descriptor — a memory file it can still write (it would change
     the bytes after the judge checked them), a pipe, a sealed file shorter than described (a SIGBUS in the
     judge), two files at once, tensors over the same bytes, or no descriptor at all — or that hands over the right
-    outputs beside a malformed account of which inputs its forward changed, is charged with harness-tampering at
-    once: the judge neither raises nor keeps any descriptor it was sent."""
+    outputs beside a malformed account of which inputs its forward changed, or describes them with a field whose
+    text never ends (2^64 lists: the judge's str() of a malformed description took all its memory), is charged
+    with harness-tampering at once: the judge neither raises nor keeps any descriptor it was sent."""
     assert not _memory_files_held()
     started = time.monotonic()
     source = HAND_OVER_ATTACK.format(attack=attack, mutated=MALFORMED_ACCOUNTS.get(attack, []))

@@ -124,6 +124,25 @@ def test_forged_descriptions_are_refused(tmp_path, meta, why):
         read_tensors(path, [meta], max_bytes=1 << 30)
 
 
+def test_a_description_whose_text_never_ends_is_refused_at_once(tmp_path):
+    """Red team: a list holding one list twice, 64 deep (shared, as a pickle's memo shares it), where a field goes:
+    the refusal quotes the description, and str() of it (2^64 lists) never ended; it is quoted bounded."""
+    import time
+
+    bomb: list = []
+    for _ in range(64):
+        bomb = [bomb, bomb]
+    path = tmp_path / "data.bin"
+    write_tensors(path, [torch.zeros(4)])
+    started = time.monotonic()
+    for meta in ({"dtype": bomb, "shape": [4], "stride": [1], "offset": 0}, {"dtype": "float32", "shape": bomb}):
+        with pytest.raises(TamperedData, match="malformed"):
+            read_tensors(path, [meta], max_bytes=1 << 30)
+        with pytest.raises(TamperedData, match="malformed"):
+            describe([meta])
+    assert time.monotonic() - started < 5
+
+
 def test_reads_no_more_than_the_judge_expects(tmp_path):
     path = tmp_path / "data.bin"
     metas = write_tensors(path, [torch.zeros(1024)])
