@@ -178,8 +178,14 @@ def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale:
         del bad_values
         if nonfinite:  # reported whatever the tolerance says: the rest need not be measured
             continue
-        diff = g.double().sub_(e.double()).abs_().nan_to_num_(nan=0.0)  # NaN expected (inf - inf): never a miss
-        magnitude = e.double().abs_()
+        if exp.is_complex():  # .double() would keep the real parts only: the distance of complex numbers
+            wide = e.to(torch.complex128)
+            diff = g.to(torch.complex128).sub_(wide).abs().nan_to_num_(nan=0.0)
+            magnitude = wide.abs()
+            del wide
+        else:
+            diff = g.double().sub_(e.double()).abs_().nan_to_num_(nan=0.0)  # NaN expected (inf - inf): no miss
+            magnitude = e.double().abs_()
         bound = magnitude.mul(rtol).add_(atol)
         if allowance:  # min(bound + allowance, max(bound, KernelBench's bound)), in place
             widest = magnitude.mul(widest_rtol).add_(widest_atol)
