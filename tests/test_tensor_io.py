@@ -100,6 +100,13 @@ def test_a_content_checksum_changes_with_any_write_and_only_with_one(monkeypatch
     assert weighted_word_sum(unaligned) == weighted_word_sum(unaligned.clone())
     monkeypatch.setattr(tensor_io, "CHECKSUM_CHUNK_WORDS", 4)  # many chunks: the same sums, weighted by position
     assert word_sum(x) == whole and word_sum(swapped) != whole
+    # red team: no period in the weights (they were position mod 65521 + 1): two words 65521 apart swapped, or a
+    # whole input rolled by 65521 words in place, left the sum as it was
+    monkeypatch.setattr(tensor_io, "CHECKSUM_CHUNK_WORDS", 1 << 24)
+    words = torch.randn(2 * 65521)
+    far = words.clone()
+    far[3], far[3 + 65521] = words[3 + 65521], words[3]
+    assert len({word_sum(words), word_sum(far), word_sum(words.roll(65521))}) == 3
 
 
 def test_same_bytes_sees_nan_as_equal_and_any_change_as_different():

@@ -406,10 +406,15 @@ def content_checksum(t: torch.Tensor) -> tuple[str, tuple[int, ...], int]:
     return str(t.dtype), tuple(t.shape), weighted_word_sum(raw)
 
 
+WORD_WEIGHT = 0x9E3779B97F4A7C15 - (1 << 64)  # odd: a word's weight is its position times this, wrapping, made odd
+
+
 def weighted_word_sum(raw: torch.Tensor) -> int:
-    """Sum over a byte tensor's 32-bit words (bytes, where they do not divide evenly) of word x (position mod
-    65521 + 1), in int64 a chunk at a time where the bytes live: integer arithmetic, so the same bytes give the same
-    sum in any order of addition; a swap of two words changes it."""
+    """Sum over a byte tensor's 32-bit words (bytes, where they do not divide evenly) of word x its weight, (position
+    x WORD_WEIGHT) | 1 in int64, wrapping, a chunk at a time where the bytes live: integer arithmetic, so the same
+    bytes give the same sum in any order of addition; a changed word changes it (its weight is odd), and so does a
+    swap of two words or a roll of them all (the weights have no period: position mod 65521 + 1 had one, and two
+    words 65521 apart swapped summed the same)."""
     words = raw
     if raw.numel() % 4 == 0:
         try:
@@ -420,10 +425,10 @@ def weighted_word_sum(raw: torch.Tensor) -> int:
     for start in range(0, words.numel(), CHECKSUM_CHUNK_WORDS):
         chunk = words[start:start + CHECKSUM_CHUNK_WORDS].to(torch.int64)
         weights = torch.arange(start, start + chunk.numel(), device=chunk.device, dtype=torch.int64)
-        total += int(chunk.mul_(weights.remainder_(65521).add_(1)).sum())
+        total += int(chunk.mul_(weights.mul_(WORD_WEIGHT).bitwise_or_(1)).sum())
     return total
 
 
 __all__ = ["TamperedData", "write_tensors", "describe_tensors", "check_descriptions", "write_sealed", "map_sealed", "hand_over", "new_memory_file", "append_tensors", "seal", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
            "map_shared_staging", "map_copy_on_write", "describe", "nbytes_of", "same_bytes", "content_checksum",
-           "weighted_word_sum"]
+           "weighted_word_sum", "WORD_WEIGHT"]
