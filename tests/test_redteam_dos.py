@@ -71,6 +71,26 @@ def _deeply_nested(kind: str, depth: int = 5000) -> bytes:
     return out.getvalue()
 
 
+def _hashing_bomb(kind: str, depth: int = 64) -> bytes:
+    """A message the channel decodes, (kind, {T: 1}) with T = (T', T'), T' = (T'', T''), ... `depth` deep down to
+    (): a thousand bytes (each level fetches the one below twice from the pickle's memo), but a dict key whose
+    hash visits 2^depth tuples — in C, with the GIL held, while the judge decodes the message (torch.load)."""
+    import io
+    import zipfile
+
+    from verifier.reference import dumps
+
+    template = zipfile.ZipFile(io.BytesIO(dumps((kind, ""))))
+    name = kind.encode()
+    levels = b"()q\x00" + b"h\x00h\x00\x86q\x00" * depth  # MARK, (), memo 0; each level: (memo 0, memo 0)
+    pickled = (b"\x80\x02X" + len(name).to_bytes(4, "little") + name + b"}" + levels + b"tK\x01s\x86.")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
+        for info in template.infolist():
+            archive.writestr(info, pickled if info.filename.endswith("data.pkl") else template.read(info))
+    return out.getvalue()
+
+
 def _trial_out(inputs_mutated) -> tuple:
     return ("trial_out", 0, {"outputs": [], "inputs_mutated": inputs_mutated, "ops": {}, "own_calls": 1,
                              "seconds": 0.0})
@@ -89,6 +109,9 @@ FORGED = {
     # a malformed message too deeply nested to quote: RecursionError where the judge calls str() on it
     "load_deeply_nested": forged_at_load(_deeply_nested("load_error")),
     "trial_deeply_nested": forged_in_forward(_deeply_nested("trial_out")),
+    # a dict key whose hash never ends (2^64 tuples, shared through the pickle's memo): decoding it froze the
+    # whole judge, every thread (the hash runs in C with the GIL held), and no timeout could end it
+    "trial_hashing_bomb": forged_in_forward(_hashing_bomb("trial_out")),
     "trial_error_without_text": forged_in_forward(("trial_error", 0)),
     "trial_died_without_code": forged_in_forward(("died",)),
     "trial_died_with_text_code": forged_in_forward(("died", "x")),
@@ -233,6 +256,12 @@ class ModelNew(nn.Module):
             fds, metas = [fd], [metas[0], {{**metas[1], "offset": metas[0]["offset"]}}]
         elif ATTACK == "bare":  # the byte without a descriptor
             fds = []
+        elif ATTACK == "bomb":  # the right outputs, described with a dtype whose text is 2^64 lists long: a list
+            fds = [write_sealed(outputs[:1])[0]]  # of itself, twice, 64 deep (the pickle's memo keeps it tiny)
+            bomb = []
+            for _ in range(64):
+                bomb = [bomb, bomb]
+            metas = [{{**metas[0], "dtype": bomb}}]
         else:  # the right outputs, rightly handed over, beside a malformed account of which inputs it changed
             fds = [write_sealed(outputs[:1])[0]]
         channel = _channel()
@@ -262,14 +291,16 @@ MALFORMED_ACCOUNTS = {"mutated_a_value": [{"value": 5}], "mutated_a_bool": [True
                       "mutated_twice": [0, 0], "mutated_negative": [-1]}
 
 
-@pytest.mark.parametrize("attack", ["unsealed", "pipe", "short", "two", "overlapping", "bare", *MALFORMED_ACCOUNTS])
+@pytest.mark.parametrize("attack", ["unsealed", "pipe", "short", "two", "overlapping", "bare", "bomb",
+                                    *MALFORMED_ACCOUNTS])
 def test_a_forged_hand_over_of_a_trials_outputs_is_harness_tampering(judge, attack):
     """A trial's outputs come as a sealed memory file the judge maps without a copy (`map_sealed`). A candidate
     that forges the report and hands over its own descriptor — a memory file it can still write (it would change
     the bytes after the judge checked them), a pipe, a sealed file shorter than described (a SIGBUS in the
     judge), two files at once, tensors over the same bytes, or no descriptor at all — or that hands over the right
-    outputs beside a malformed account of which inputs its forward changed, is charged with harness-tampering at
-    once: the judge neither raises nor keeps any descriptor it was sent."""
+    outputs beside a malformed account of which inputs its forward changed, or describes them with a field whose
+    text never ends (2^64 lists: the judge's str() of a malformed description took all its memory), is charged
+    with harness-tampering at once: the judge neither raises nor keeps any descriptor it was sent."""
     assert not _memory_files_held()
     started = time.monotonic()
     source = HAND_OVER_ATTACK.format(attack=attack, mutated=MALFORMED_ACCOUNTS.get(attack, []))

@@ -100,6 +100,13 @@ def test_a_content_checksum_changes_with_any_write_and_only_with_one(monkeypatch
     assert weighted_word_sum(unaligned) == weighted_word_sum(unaligned.clone())
     monkeypatch.setattr(tensor_io, "CHECKSUM_CHUNK_WORDS", 4)  # many chunks: the same sums, weighted by position
     assert word_sum(x) == whole and word_sum(swapped) != whole
+    # red team: no period in the weights (they were position mod 65521 + 1): two words 65521 apart swapped, or a
+    # whole input rolled by 65521 words in place, left the sum as it was
+    monkeypatch.setattr(tensor_io, "CHECKSUM_CHUNK_WORDS", 1 << 24)
+    words = torch.randn(2 * 65521)
+    far = words.clone()
+    far[3], far[3 + 65521] = words[3 + 65521], words[3]
+    assert len({word_sum(words), word_sum(far), word_sum(words.roll(65521))}) == 3
 
 
 def test_same_bytes_sees_nan_as_equal_and_any_change_as_different():
@@ -122,6 +129,25 @@ def test_forged_descriptions_are_refused(tmp_path, meta, why):
     write_tensors(path, [torch.zeros(4)])
     with pytest.raises(TamperedData, match=why):
         read_tensors(path, [meta], max_bytes=1 << 30)
+
+
+def test_a_description_whose_text_never_ends_is_refused_at_once(tmp_path):
+    """Red team: a list holding one list twice, 64 deep (shared, as a pickle's memo shares it), where a field goes:
+    the refusal quotes the description, and str() of it (2^64 lists) never ended; it is quoted bounded."""
+    import time
+
+    bomb: list = []
+    for _ in range(64):
+        bomb = [bomb, bomb]
+    path = tmp_path / "data.bin"
+    write_tensors(path, [torch.zeros(4)])
+    started = time.monotonic()
+    for meta in ({"dtype": bomb, "shape": [4], "stride": [1], "offset": 0}, {"dtype": "float32", "shape": bomb}):
+        with pytest.raises(TamperedData, match="malformed"):
+            read_tensors(path, [meta], max_bytes=1 << 30)
+        with pytest.raises(TamperedData, match="malformed"):
+            describe([meta])
+    assert time.monotonic() - started < 5
 
 
 def test_reads_no_more_than_the_judge_expects(tmp_path):

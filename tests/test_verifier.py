@@ -976,6 +976,25 @@ def test_an_output_compared_a_slice_at_a_time_reads_as_one_compared_whole(monkey
     assert whole[5].message.startswith("output 1 mismatch: 3/60")
 
 
+def test_a_complex_output_is_compared_in_both_its_parts(monkeypatch):
+    """Red team: complex outputs travel (tensor_io.DTYPES) and are compared as floating ones; `.double()` of a
+    complex tensor keeps its real part only, so an output whose imaginary parts were never written (or are
+    anything) passed. Its distance is |got - expected| as a complex number, whole or a slice at a time."""
+    import verifier.reference as reference
+    from verifier.reference import compare_outputs
+
+    expected = torch.tensor([1 + 2j, 3 - 1j, -0.5 + 0.25j], dtype=torch.complex64)
+    assert compare_outputs([expected], [expected.clone()], "default") is None
+    assert compare_outputs([expected], [expected + 1e-6j], "default") is None  # within the bound
+    wrong_imaginary = torch.complex(expected.real, torch.full((3,), 7.0))
+    assert compare_outputs([expected], [wrong_imaginary], "default") is not None
+    assert compare_outputs([expected], [expected.real.to(torch.complex64)], "kernelbench") is not None
+    monkeypatch.setattr(reference, "COMPARE_CHUNK_ELEMENTS", 2)
+    found = compare_outputs([expected.to(torch.complex128)],
+                            [wrong_imaginary.to(torch.complex128)], "default", [10.0])
+    assert found is not None and found.message.startswith("output mismatch: 3/3 elements outside"), found
+
+
 def test_the_bound_widens_by_one_roundoff_of_the_summed_magnitudes_and_never_past_kernelbench():
     import torch
 

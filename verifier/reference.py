@@ -7,6 +7,7 @@ outputs nor patch the comparison. Loading and running a reference happens in a `
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from dataclasses import dataclass
@@ -89,8 +90,91 @@ def dumps(obj: Any) -> bytes:
     return buf.getvalue()
 
 
+# What decoding a message may build, in objects as if none were shared (MAX_EXPANDED + 2 per pickle opcode): a
+# message the harness sends shares no containers, so it is never near; a pickle's memo can make a few hundred
+# bytes stand for 2^64 objects (a tuple of one tuple twice, 64 deep), whose hash or repr never ends.
+MAX_EXPANDED = 1 << 20
+_MUTATORS = frozenset({"APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "BUILD"})
+
+
+class _Shared:
+    """One object a pickle builds, by how many objects it stands for unshared."""
+    __slots__ = ("size",)
+
+    def __init__(self, size: int):
+        self.size = size
+
+
+@functools.cache
+def _shape(op: Any) -> tuple[bool, int]:
+    """Whether a pickle opcode takes the stack down to its mark, and how many objects it takes besides (below
+    the mark, or all it takes where it takes none)."""
+    names = [s.name for s in op.stack_before]
+    return ("mark" in names, names.index("mark") if "mark" in names else len(names))
+
+
+def _expanded_size(pickled: bytes, limit: int) -> int:
+    """The objects a pickle's value stands for, each memo fetch counted as a copy of what it fetches (a bound on
+    the work of any traversal of it: hash, repr, equality); counting stops as soon as it is past `limit`."""
+    import pickletools
+
+    mark, stack, memo, largest = object(), [], {}, 0
+    for op, arg, _ in pickletools.genops(pickled):
+        name = op.name
+        if name in ("PUT", "BINPUT", "LONG_BINPUT"):
+            memo[arg] = stack[-1]
+            continue
+        if name == "MEMOIZE":
+            memo[len(memo)] = stack[-1]
+            continue
+        if name in ("GET", "BINGET", "LONG_BINGET"):
+            stack.append(memo[arg])
+            continue
+        if name == "MARK":
+            stack.append(mark)
+            continue
+        if name == "DUP":
+            stack.append(stack[-1])
+            continue
+        marked, below = _shape(op)
+        popped = []
+        if marked:
+            while stack[-1] is not mark:
+                popped.append(stack.pop())
+            stack.pop()
+        popped += [stack.pop() for _ in range(below)]
+        size = 1 + sum(p.size for p in popped)
+        if name in _MUTATORS:  # the container below, filled in place (the memo holds the same one)
+            container = popped[-1]
+            container.size = size
+            stack.append(container)
+        elif op.stack_after:
+            stack.extend(_Shared(size) for _ in op.stack_after)
+        largest = max(largest, size)
+        if largest > limit:
+            break
+    return largest
+
+
 def loads(blob: bytes) -> Any:
-    # weights_only: the blob may come from an untrusted sandbox.
+    """A message decoded. weights_only: the blob may come from an untrusted sandbox (no code runs); and refused
+    (ValueError) where its pickle stands for more objects than its bytes could without sharing (MAX_EXPANDED):
+    a dict key of 2^64 shared tuples froze the whole judge while torch.load hashed it, in C, holding the GIL."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+            if any(info.compress_type != zipfile.ZIP_STORED for info in archive.infolist()):
+                raise ValueError("a compressed entry")  # torch.save stores its entries; inflating is not bounded
+        # the pickle torch.load will read, read as it reads it (its own zip reader: no other parser's view)
+        pickled = torch._C.PyTorchFileReader(io.BytesIO(blob)).get_record("data.pkl")
+        limit = MAX_EXPANDED + 2 * len(pickled)
+        if _expanded_size(pickled, limit) > limit:
+            raise ValueError("its pickle stands for more objects than it holds")
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - no archive, or a pickle that never parses: never torch.save's
+        raise ValueError(f"not a message torch.save writes ({type(exc).__name__})") from None
     return torch.load(io.BytesIO(blob), weights_only=True)
 
 
@@ -178,8 +262,14 @@ def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale:
         del bad_values
         if nonfinite:  # reported whatever the tolerance says: the rest need not be measured
             continue
-        diff = g.double().sub_(e.double()).abs_().nan_to_num_(nan=0.0)  # NaN expected (inf - inf): never a miss
-        magnitude = e.double().abs_()
+        if exp.is_complex():  # .double() would keep the real parts only: the distance of complex numbers
+            wide = e.to(torch.complex128)
+            diff = g.to(torch.complex128).sub_(wide).abs().nan_to_num_(nan=0.0)
+            magnitude = wide.abs()
+            del wide
+        else:
+            diff = g.double().sub_(e.double()).abs_().nan_to_num_(nan=0.0)  # NaN expected (inf - inf): no miss
+            magnitude = e.double().abs_()
         bound = magnitude.mul(rtol).add_(atol)
         if allowance:  # min(bound + allowance, max(bound, KernelBench's bound)), in place
             widest = magnitude.mul(widest_rtol).add_(widest_atol)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import reprlib
 import zlib
 from pathlib import Path
 from typing import Any
@@ -184,14 +185,26 @@ def _write_from_device(f: Any, raw: torch.Tensor, staging: torch.Tensor | None) 
     return staging
 
 
+def _shown(meta: Any, limit: int = 100) -> str:
+    """A sandbox's description as a verdict quotes it, bounded whatever it is: str() of a list holding one list
+    twice, 64 deep (a few hundred bytes pickled, the memo sharing them), is 2^64 lists long — it took the judge's
+    memory and never ended."""
+    quoter = reprlib.Repr()
+    quoter.maxlevel, quoter.maxstring, quoter.maxother = 4, limit, limit
+    try:
+        return quoter.repr(meta)[:limit]
+    except Exception:  # noqa: BLE001 - a repr past the recursion limit, a tensor's that fails
+        return f"<unprintable {type(meta).__name__}>"
+
+
 def _checked(meta: Any) -> tuple[torch.dtype, list[int], list[int], int, int]:
     if not isinstance(meta, dict) or set(meta) != {"dtype", "shape", "stride", "offset"}:
-        raise TamperedData(f"malformed tensor description {str(meta)[:100]}")
+        raise TamperedData(f"malformed tensor description {_shown(meta)}")
     dtype = DTYPES.get(meta["dtype"]) if isinstance(meta["dtype"], str) else None
     shape, stride, offset = meta["shape"], meta["stride"], meta["offset"]
     ints = lambda xs: isinstance(xs, list) and len(xs) <= MAX_DIMS and all(type(x) is int and x >= 0 for x in xs)
     if dtype is None or not ints(shape) or not ints(stride) or len(shape) != len(stride) or type(offset) is not int:
-        raise TamperedData(f"malformed tensor description {str(meta)[:100]}")
+        raise TamperedData(f"malformed tensor description {_shown(meta)}")
     itemsize = torch.empty((), dtype=dtype).element_size()
     nbytes = _span_elements(shape, stride) * itemsize
     if offset < 0 or offset % itemsize:  # past the end shows as a short read
@@ -393,10 +406,15 @@ def content_checksum(t: torch.Tensor) -> tuple[str, tuple[int, ...], int]:
     return str(t.dtype), tuple(t.shape), weighted_word_sum(raw)
 
 
+WORD_WEIGHT = 0x9E3779B97F4A7C15 - (1 << 64)  # odd: a word's weight is its position times this, wrapping, made odd
+
+
 def weighted_word_sum(raw: torch.Tensor) -> int:
-    """Sum over a byte tensor's 32-bit words (bytes, where they do not divide evenly) of word x (position mod
-    65521 + 1), in int64 a chunk at a time where the bytes live: integer arithmetic, so the same bytes give the same
-    sum in any order of addition; a swap of two words changes it."""
+    """Sum over a byte tensor's 32-bit words (bytes, where they do not divide evenly) of word x its weight, (position
+    x WORD_WEIGHT) | 1 in int64, wrapping, a chunk at a time where the bytes live: integer arithmetic, so the same
+    bytes give the same sum in any order of addition; a changed word changes it (its weight is odd), and so does a
+    swap of two words or a roll of them all (the weights have no period: position mod 65521 + 1 had one, and two
+    words 65521 apart swapped summed the same)."""
     words = raw
     if raw.numel() % 4 == 0:
         try:
@@ -407,10 +425,10 @@ def weighted_word_sum(raw: torch.Tensor) -> int:
     for start in range(0, words.numel(), CHECKSUM_CHUNK_WORDS):
         chunk = words[start:start + CHECKSUM_CHUNK_WORDS].to(torch.int64)
         weights = torch.arange(start, start + chunk.numel(), device=chunk.device, dtype=torch.int64)
-        total += int(chunk.mul_(weights.remainder_(65521).add_(1)).sum())
+        total += int(chunk.mul_(weights.mul_(WORD_WEIGHT).bitwise_or_(1)).sum())
     return total
 
 
 __all__ = ["TamperedData", "write_tensors", "describe_tensors", "check_descriptions", "write_sealed", "map_sealed", "hand_over", "new_memory_file", "append_tensors", "seal", "read_tensors", "tensors_in", "bytes_spanned", "SharedStaging",
            "map_shared_staging", "map_copy_on_write", "describe", "nbytes_of", "same_bytes", "content_checksum",
-           "weighted_word_sum"]
+           "weighted_word_sum", "WORD_WEIGHT"]
