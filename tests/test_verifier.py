@@ -974,6 +974,21 @@ def test_an_output_compared_a_slice_at_a_time_reads_as_one_compared_whole(monkey
         "reads as NaN"
     assert whole[4].message == "output differs at index [1, 3, 3]: got -1, expected 38 (2 elements differ)"
     assert whole[5].message.startswith("output 1 mismatch: 3/60")
+    # the same values in layouts a candidate may hand over (transposed storage, a broadcast row of stride 0, a
+    # strided window of a larger buffer): read a slice at a time by their offsets, never flattened whole by a copy
+    transposed = lambda t: t.permute(2, 0, 1).contiguous().permute(1, 2, 0)
+    window = lambda t: torch.zeros(5, 9, 11, dtype=t.dtype)[1:4, 2:10:2, 3:8].copy_(t)
+    for layout in (transposed, window):
+        assert not layout(off).is_contiguous() and torch.equal(layout(off), off)
+        laid = [compare_outputs(e, [layout(t) for t in a], "default", s) for e, a, s in cases]
+        assert [m and m.message for m in laid] == [m and m.message for m in whole]
+    row = torch.linspace(-1, 1, 5)
+    broadcast = row.expand(3, 4, 5)
+    assert compare_outputs([row.repeat(3, 4, 1)], [broadcast], "default") is None
+    moved = row.repeat(3, 4, 1)
+    moved[1, 2, 3] += 0.5
+    assert compare_outputs([moved], [broadcast], "default").message.startswith(
+        "output mismatch: 1/60 elements outside atol=0.0001 rtol=0.0001; max abs err 0.5 at index [1, 2, 3] (got 0.5, ")
 
 
 def test_a_complex_output_is_compared_in_both_its_parts(monkeypatch):

@@ -226,6 +226,23 @@ def compare_outputs(expected: list[torch.Tensor], actual: list[torch.Tensor], to
     return None
 
 
+def _flat_range(t: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+    """Elements [start, stop) of `t` in row-major order, reading only those: `reshape(-1)` of a view it cannot
+    flatten in place (a transposed output, a broadcast one of stride 0: legal layouts) copies the whole of it,
+    multi-GB at full size, into the judge's memory. Their storage offsets are gathered instead, a slice at a time."""
+    if t.is_contiguous():
+        return t.reshape(-1)[start:stop]
+    index = torch.arange(start, min(stop, t.numel()), dtype=torch.int64, device=t.device)
+    offset = torch.full_like(index, t.storage_offset())
+    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+        offset.add_(index.remainder(size).mul_(stride))
+        index.div_(size, rounding_mode="floor")
+    del index
+    # every element of the untyped storage the view lives in, flat (the offsets are within it: the view is)
+    storage = t.as_strided((t.untyped_storage().nbytes() // t.element_size(),), (1,), 0)
+    return storage[offset]
+
+
 def _index_in(shape: torch.Size, flat: int) -> list[int]:
     return [int(i) for i in torch.unravel_index(torch.tensor(flat), shape)] if len(shape) else []
 
@@ -235,7 +252,6 @@ def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale:
     """What differs between one expected output and the candidate's (same layout), as the rest of the message
     after its label; None when it matches. One pass over the slices: NaN/Inf in the candidate's output is
     reported before any tolerance miss, wherever each occurs."""
-    flat_exp, flat_got = exp.reshape(-1), got.reshape(-1)
     floating = exp.is_floating_point() or exp.is_complex()
     if floating:
         atol, rtol = TOLERANCES[tolerance].get(exp.dtype, (1e-4, 1e-4))
@@ -244,9 +260,10 @@ def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale:
     nonfinite, first_nonfinite = 0, None
     differing, first_differing = 0, None  # integer outputs: elements that differ; floating: outside the bound
     worst, worst_at, worst_rel = -1.0, 0, 0.0
-    for start in range(0, flat_exp.numel(), COMPARE_CHUNK_ELEMENTS):
-        e = flat_exp[start:start + COMPARE_CHUNK_ELEMENTS].to(device)
-        g = flat_got[start:start + COMPARE_CHUNK_ELEMENTS].to(device)
+    at = lambda t, i: _flat_range(t, i, i + 1).item()
+    for start in range(0, exp.numel(), COMPARE_CHUNK_ELEMENTS):
+        e = _flat_range(exp, start, start + COMPARE_CHUNK_ELEMENTS).to(device)
+        g = _flat_range(got, start, start + COMPARE_CHUNK_ELEMENTS).to(device)
         if not floating:
             unequal = g != e
             count = int(unequal.sum())
@@ -288,8 +305,8 @@ def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale:
         if not differing:
             return None
         where = _index_in(exp.shape, first_differing)
-        return (f"differs at index {where}: got {flat_got[first_differing].item()}, expected "
-                f"{flat_exp[first_differing].item()} ({differing} elements differ)")
+        return (f"differs at index {where}: got {at(got, first_differing)}, expected "
+                f"{at(exp, first_differing)} ({differing} elements differ)")
     if nonfinite:
         return (f"has {nonfinite} NaN/Inf values (first at index {_index_in(exp.shape, first_nonfinite)}); "
                 "unwritten output memory reads as NaN")
@@ -297,5 +314,5 @@ def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale:
         return None
     return (f"mismatch: {differing}/{exp.numel()} elements outside atol={atol:g} rtol={rtol:g}"
             + (f" (+{allowance:.3g} for summation order)" if allowance else "") + "; "
-            f"max abs err {worst:.4g} at index {_index_in(exp.shape, worst_at)} (got {flat_got[worst_at].item():.6g}, "
-            f"expected {flat_exp[worst_at].item():.6g}); max rel err {worst_rel:.4g}")
+            f"max abs err {worst:.4g} at index {_index_in(exp.shape, worst_at)} (got {at(got, worst_at):.6g}, "
+            f"expected {at(exp, worst_at):.6g}); max rel err {worst_rel:.4g}")
