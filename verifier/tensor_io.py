@@ -411,7 +411,7 @@ WORD_WEIGHT = 0x9E3779B97F4A7C15 - (1 << 64)  # odd: a word's weight is its posi
 
 def weighted_word_sum(raw: torch.Tensor) -> int:
     """Sum over a byte tensor's 32-bit words (bytes, where they do not divide evenly) of word x its weight, (position
-    x WORD_WEIGHT) | 1 in int64, wrapping, a chunk at a time where the bytes live: integer arithmetic, so the same
+    x WORD_WEIGHT) | 1 in int64, wrapping (the total mod 2^64), a chunk at a time where the bytes live: integer arithmetic, so the same
     bytes give the same sum in any order of addition; a changed word changes it (its weight is odd), and so does a
     swap of two words or a roll of them all (the weights have no period: position mod 65521 + 1 had one, and two
     words 65521 apart swapped summed the same)."""
@@ -425,7 +425,8 @@ def weighted_word_sum(raw: torch.Tensor) -> int:
     for start in range(0, words.numel(), CHECKSUM_CHUNK_WORDS):
         chunk = words[start:start + CHECKSUM_CHUNK_WORDS].to(torch.int64)
         weights = torch.arange(start, start + chunk.numel(), device=chunk.device, dtype=torch.int64)
-        total += int(chunk.mul_(weights.mul_(WORD_WEIGHT).bitwise_or_(1)).sum())
+        # each chunk's int64 sum wraps: so does the total (mod 2^64), or the sum would depend on the chunking
+        total = (total + int(chunk.mul_(weights.mul_(WORD_WEIGHT).bitwise_or_(1)).sum())) % (1 << 64)
     return total
 
 
