@@ -190,6 +190,38 @@ def test_a_kill_lost_inside_a_finalizer_is_delivered_again():
         restore_signal_handlers(previous)
 
 
+def test_a_process_that_outlives_its_terminating_signal_says_where_it_waits(tmp_path):
+    """On the GPU box the evaluation outlived `timeout -k 10`'s 10 s after SIGTERM and was SIGKILLed without a
+    word. A process whose signal became `Killed` and which has not ended STACKS_AFTER_SIGNAL_S later writes every
+    thread's stack to stderr: here a thread nobody told to stop holds the interpreter's exit."""
+    from warehouse.process import STACKS_AFTER_SIGNAL_S
+
+    script = tmp_path / "lingers.py"
+    script.write_text(
+        "import sys, threading, time\n"
+        "from warehouse.process import Killed, raise_killed_on_signals\n"
+        "def waits_for_a_stop_nobody_sends():\n"
+        "    threading.Event().wait(120)\n"
+        "threading.Thread(target=waits_for_a_stop_nobody_sends).start()\n"
+        "raise_killed_on_signals()\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    time.sleep(120)\n"
+        "except Killed:\n"
+        "    sys.exit(143)  # in order; the thread still holds the exit\n")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(STACKS_AFTER_SIGNAL_S + 3)
+        assert proc.poll() is None  # still there, as on the box
+    finally:
+        proc.kill()
+        _, stderr = proc.communicate(timeout=30)
+    assert "Timeout" in stderr and "waits_for_a_stop_nobody_sends" in stderr, stderr[-2000:]
+
+
 def test_a_run_whose_process_still_works_on_it_is_not_resumed_twice(tmp_path):
     from schemas.config import load_config
     from tasks.common import stage_run

@@ -7,6 +7,7 @@ the owner from a newcomer.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import socket
@@ -68,7 +69,14 @@ class Killed(BaseException):
 REDELIVERY_DELAY_S = 0.01
 
 
+# A process that has not ended this long after its terminating signal writes every thread's stack to stderr
+# (once): under `timeout -k 10` on the GPU box the evaluation outlived its 10 s and was SIGKILLed, its last
+# words none (sessions 10, 11) — the stacks say what the orderly end waits for.
+STACKS_AFTER_SIGNAL_S = 6.0
+
+
 def _raise_killed(signum: int, _frame) -> None:
+    faulthandler.dump_traceback_later(STACKS_AFTER_SIGNAL_S)
     raise Killed(signum)
 
 
