@@ -92,16 +92,18 @@ def device_rates(gb: float, device: str, repeats: int) -> None:
     chunk = 64 << 20
     opened: list[int] = []
 
+    def kept(fd: int) -> int:
+        """The one memory file held open (the last one written), the one before closed."""
+        for old in opened:
+            os.close(old)
+        opened[:] = [fd]
+        return fd
+
     def fresh() -> int:
-        for fd in opened:
-            os.close(fd)
-        opened[:] = [new_memory_file()]
-        return opened[0]
+        return kept(new_memory_file())
 
     def today() -> None:
-        for fd in opened:
-            os.close(fd)
-        opened[:] = [write_sealed([tensor])[0]]
+        kept(write_sealed([tensor])[0])
 
     def staged(pinned: bool) -> None:
         fd = fresh()

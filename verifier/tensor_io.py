@@ -413,9 +413,8 @@ def weighted_word_sum(raw: torch.Tensor) -> int:
     """Sum over a byte tensor's 32-bit words (bytes, where they do not divide evenly) of word x its weight, (position
     x WORD_WEIGHT) | 1 in int64, wrapping (the total mod 2^64), a chunk at a time where the bytes live: integer
     arithmetic, so the same bytes give the same sum in any order of addition and any chunking; a changed word
-    changes it (its weight is odd), and so does a
-    swap of two words or a roll of them all (the weights have no period: position mod 65521 + 1 had one, and two
-    words 65521 apart swapped summed the same)."""
+    changes it (its weight is odd), and so does a swap of two words or a roll of them all (the weights have no
+    period: position mod 65521 + 1 had one, and two words 65521 apart swapped summed the same)."""
     words = raw
     if raw.numel() % 4 == 0:
         try:
