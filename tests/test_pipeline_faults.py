@@ -222,6 +222,37 @@ def test_a_process_that_outlives_its_terminating_signal_says_where_it_waits(tmp_
     assert "Timeout" in stderr and "waits_for_a_stop_nobody_sends" in stderr, stderr[-2000:]
 
 
+def test_sigusr1_writes_every_threads_stack_even_with_the_main_thread_stuck_in_c(tmp_path):
+    """The box's evaluation outlived SIGTERM by 10 s with no stack written (Prefect's SIGTERM bridge ran in place
+    of the handler that arms the delayed dump, or the main thread never came back from C): `kill -USR1` writes
+    every thread's stack from C at once, whatever the main thread does, and the process goes on."""
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import threading, time\n"
+        "from warehouse.process import raise_killed_on_signals\n"
+        "def a_worker_waiting_on_a_judgement():\n"
+        "    threading.Event().wait(120)\n"
+        "threading.Thread(target=a_worker_waiting_on_a_judgement, daemon=True).start()\n"
+        "raise_killed_on_signals()\n"
+        "print('ready', flush=True)\n"
+        "lock = threading.Lock(); lock.acquire()\n"
+        "lock.acquire(timeout=60)  # the main thread in C (a lock's wait)\n"
+        "print('still here', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        assert proc.poll() is None  # the stacks written, the process goes on
+    finally:
+        proc.kill()
+        _, stderr = proc.communicate(timeout=30)
+    assert "in a_worker_waiting_on_a_judgement" in stderr, stderr[-2000:]  # the worker's stack
+    assert "stuck.py\", line 9 in <module>" in stderr, stderr[-2000:]  # and the main thread's, in its wait
+
+
 def test_a_run_whose_process_still_works_on_it_is_not_resumed_twice(tmp_path):
     from schemas.config import load_config
     from tasks.common import stage_run

@@ -24,6 +24,10 @@ import psutil
 # value, and a different process reusing the pid would have to start within this window to be mistaken.
 START_TIME_TOLERANCE_S = 1.0
 TERMINATING_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# `kill -USR1 <pid>`: every thread's stack to stderr, the process going on. Written by faulthandler's C handler,
+# so it answers where a Python handler cannot run: a main thread stuck in C, or Prefect's SIGTERM bridge in
+# place of ours during a flow run (the box's evaluation outlived SIGTERM without a word: sessions 10-12).
+STACKS_SIGNAL = signal.SIGUSR1
 
 
 @dataclass(frozen=True)
@@ -97,11 +101,13 @@ def _redeliver_lost_signal(unraisable, fallback: Callable) -> None:
 class PreviousHandlers:
     signals: dict[int, Any]
     unraisablehook: Callable
+    stacks_on_signal: bool = False
 
 
 def raise_killed_on_signals() -> PreviousHandlers:
-    """Turn SIGTERM, SIGINT and SIGHUP into `Killed` (main thread only: ValueError elsewhere); returns
-    what it replaced, for `restore_signal_handlers`.
+    """Turn SIGTERM, SIGINT and SIGHUP into `Killed` (main thread only: ValueError elsewhere), and SIGUSR1 into
+    every thread's stack on stderr (STACKS_SIGNAL) where nothing else handles it; returns what it replaced, for
+    `restore_signal_handlers`.
 
     A signal the process was started ignoring (`nohup`, background jobs) stays ignored."""
     previous = PreviousHandlers({}, sys.unraisablehook)
@@ -111,6 +117,9 @@ def raise_killed_on_signals() -> PreviousHandlers:
             continue
         signal.signal(signum, _raise_killed)
         previous.signals[signum] = current
+    if signal.getsignal(STACKS_SIGNAL) is signal.SIG_DFL:
+        faulthandler.register(STACKS_SIGNAL, all_threads=True)
+        previous.stacks_on_signal = True
     sys.unraisablehook = partial(_redeliver_lost_signal, fallback=previous.unraisablehook)
     return previous
 
@@ -118,4 +127,6 @@ def raise_killed_on_signals() -> PreviousHandlers:
 def restore_signal_handlers(previous: PreviousHandlers) -> None:
     for signum, handler in previous.signals.items():
         signal.signal(signum, handler)
+    if previous.stacks_on_signal:
+        faulthandler.unregister(STACKS_SIGNAL)
     sys.unraisablehook = previous.unraisablehook

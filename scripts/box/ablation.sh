@@ -12,7 +12,7 @@ gpu_tests
 # each arm's evaluation untimed (accuracy by turn is what the ablation compares; timed, one took 221-348 s)
 left=$(( seconds - $(elapsed) - 30 ))   # 30 s to pack the home and return it
 rc=0
-timeout -k 10 "$left" python3 -m benchmarks.leap_ablation --config "$CONFIG" --set home="$KD_HOME" --set evaluate.split=test \
+limited "$left" python3 -m benchmarks.leap_ablation --config "$CONFIG" --set home="$KD_HOME" --set evaluate.split=test \
   --set "evaluate.untimed_after=[sft,rft,warmup_rl,leap_rl]" --from-run "$warmup" --state "$KD_HOME/ablation-$warmup.json" --limit "$left" \
   --deadline "${DEADLINE:-$(( left - 200 ))}" --markdown "$OUT/ablation.md" "$@" || rc=$?
 echo "leap_ablation rc $rc at $(elapsed) s (124: the call's limit cut a run; the same command goes on)"

@@ -13,7 +13,7 @@ left=$(( seconds - $(elapsed) - 30 ))   # 30 s to pack the home and return it
 # DEADLINE: start no step after it (default: 200 s before the limit, about what a stage but RL takes; an RL stage
 # starts only where its time budget fits the limit)
 rc=0
-timeout -k 10 "$left" python3 -m benchmarks.stage_chain --state "$KD_HOME/$state" --limit "$left" \
+limited "$left" python3 -m benchmarks.stage_chain --state "$KD_HOME/$state" --limit "$left" \
   --deadline "${DEADLINE:-$(( left - 200 ))}" -c "$CONFIG" --set home="$KD_HOME" "$@" || rc=$?
 echo "stage_chain rc $rc at $(elapsed) s (124: the call's limit cut a step; the same command goes on)"
 cat "$KD_HOME/$state" || true

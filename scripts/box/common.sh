@@ -14,6 +14,21 @@ mkdir -p "$OUT"
 
 elapsed() { echo $(( $(date +%s) - BOX_START )); }
 
+# limited SECONDS CMD...: `timeout -k 12 SECONDS CMD`, and 2 s and 8 s after its SIGTERM every thread's stack of
+# the command's process goes to its stderr (SIGUSR1: warehouse/process.py STACKS_SIGNAL) — what an orderly end
+# that outlives its signal waits for (sessions 10-12: SIGKILLed without a word)
+limited() {
+  local seconds=$1; shift
+  timeout -k 12 "$seconds" "$@" &
+  local guard=$!
+  ( sleep $(( seconds + 2 )); for late in 0 6; do sleep "$late"
+      for pid in $(pgrep -P "$guard" || true); do kill -USR1 "$pid" 2>/dev/null || true; done; done ) &
+  local dumper=$! rc=0
+  wait "$guard" || rc=$?
+  kill "$dumper" 2>/dev/null || true
+  return "$rc"
+}
+
 # processes an earlier call left on a warm box (a judge, a sandbox, a Prefect server, a build): they can hold the
 # GPU, its memory or its lock, and the judge's heartbeat names a lock's holder by pid — so say which were there
 leftover=$(ps -eo pid=,etimes=,args= | awk '$2 > 30 && /python|uvicorn|nvcc|kd-/ && !/awk/' | cut -c1-160 | head -20 || true)
