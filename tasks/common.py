@@ -186,7 +186,7 @@ class StageContext:
 
     def verify(self, pairs: list[tuple[Problem, Candidate]], description: str = "verify") -> list[Verdict | None]:
         """Verify in the pool (duplicates judged once), record candidates and verdicts, return in order: None for
-        a pair whose problem's reference broke while it was judged (the problem's fault, not the candidate's: it
+        every pair whose problem's reference broke while it was judged (the problem's fault, not the candidate's: it
         is logged and kept in the summary's `left_out` like a reference that fails its check, and the caller
         leaves the problem out)."""
         unique = {c.id: (p, c) for p, c in pairs}
@@ -204,6 +204,9 @@ class StageContext:
 
             for v in self.pool.verify_many(unique.values(), on_verdict=advance, on_broken=broken):
                 verdicts[v.candidate_id] = v
+        # a problem whose reference broke has no verdict at all: those judged before it broke, or without it
+        # (a candidate that failed to build: verifier.build_first), go too, so no caller sees half a group
+        verdicts = {cid: v for cid, v in verdicts.items() if v.problem_id not in self.pool.broken}
         self._note_throughput(description, list(verdicts.values()), time.perf_counter() - started)
         self._note_reference_runs()
         self.warehouse.add_candidates(self.run_id, [c for _, c in unique.values()])

@@ -142,6 +142,28 @@ def test_a_reference_that_breaks_while_its_candidate_is_judged_is_left_out_not_f
     assert {r["name"]: bool(r["left_out"]) for r in table} == {"level1/1_ReLU": False, "level1/2_Moody_ReLU": True}
 
 
+def test_a_problem_whose_reference_breaks_has_no_verdict_at_all_not_half_a_group(tmp_path, verifier_cache):
+    """A candidate that fails to build is judged without its reference (verifier.build_first), so it gets a verdict
+    even where its problem's reference breaks when another candidate's judgement runs it. The stage sees neither:
+    every pair of a problem whose reference broke is None, the problem left out with its reason (a group of an RL
+    step half judged would score the failures of a problem that cannot be judged)."""
+    from schemas.records import Candidate, Problem
+    from tasks.common import stage_run
+    from tests.kernels import RED_TEAM, REFERENCE, good
+
+    moody_source = REFERENCE.replace("return torch.sigmoid(x) * self.w",
+                                     "import time\n        return torch.sigmoid(x) * self.w + (time.time_ns() % 999983) * 1e-3")
+    moody = Problem(id=Problem.make_id(moody_source), source="test", reference=moody_source, name="moody")
+    pairs = [(moody, Candidate(id=Candidate.make_id(moody.id, source, "cpu"), problem_id=moody.id, source=source))
+             for source in (RED_TEAM["cpp_compile_error"][0], good())]
+    config = load_config(None, [f"home={tmp_path}", f"verifier.cache_dir={verifier_cache}", "verifier.timed=false",
+                                "verifier.stored_trials_gb=1e-9", "verifier.trials=2", "verifier.use_cache=false"])
+    with stage_run("evaluate", config, []) as ctx:
+        assert ctx.verify(pairs) == [None, None]
+        assert "not deterministic" in ctx.summary["left_out"]["moody"]
+        assert ctx.pool.calls == 2 and moody.id in ctx.pool.broken
+
+
 def test_the_template_teachers_kept_answers_are_not_another_torchs(monkeypatch):
     """Its answers are written from torch.export's graph, which changes between torch versions: answers kept under
     one torch (this machine's) are not taken under another (the GPU box's)."""

@@ -1178,3 +1178,43 @@ def test_a_judgement_waiting_for_its_memory_share_says_how_much():
         first.release()
         worker.join(10)
     assert reserved.is_set() and in_flight() == []
+
+
+def test_a_candidate_that_cannot_build_is_judged_without_running_its_reference(verifier_cache):
+    """verifier.build_first. At full size a KernelBench reference's trials take 10-60 s and tens of GB (a
+    judgement waits for memory admitting them), and most of a weak policy's candidates fail to build (149 of
+    190 of the miniature's SFT policy's on levels 1-2, on an H100): their verdict comes from a first look at the
+    candidate alone. Here the problem's reference raises, so a judgement that ran it would end in ReferenceError:
+    the candidate that fails to compile gets its compile error and the reference never ran; without build_first
+    the same candidate waits for that reference and fails on it. A candidate that loads is judged in full (its
+    first look in its phases); once its problem's reference is kept at hand, no first look."""
+    from verifier.reference import ReferenceError
+
+    broken_source = REFERENCE.replace("return torch.sigmoid(x) * self.w", "raise RuntimeError('reference broken')")
+    broken = Problem(id=Problem.make_id(broken_source), source="test", reference=broken_source, name="broken")
+
+    def for_broken(source: str) -> Candidate:
+        return Candidate(id=Candidate.make_id(broken.id, source, "cpu"), problem_id=broken.id, source=source)
+
+    cpp_error = RED_TEAM["cpp_compile_error"][0]
+    cfg = load_config(None, ["verifier.run_timeout_s=10", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.memory_limit_mb=4096"]).verifier
+    judge = Judge(cfg, verifier_cache)
+    try:
+        v = judge.verify(broken, for_broken(cpp_error))
+        assert v.category == V.compile_error and "undeclared_name" in v.detail, v.detail
+        assert "reference" not in v.phases and not judge.reference_ran(broken.id), v.phases
+        with pytest.raises(ReferenceError, match="reference broken"):  # one that loads needs the reference
+            judge.verify(broken, for_broken(good()))
+        first, again = (judge.verify(problem(), candidate("correct")) for _ in range(2))
+        assert first.category == again.category == V.passed, (first.detail, again.detail)
+        assert "load_first" in first.phases and "reference" in first.phases, first.phases
+        assert "load_first" not in again.phases, again.phases  # its reference kept: nothing to spare it
+    finally:
+        judge.close()
+    whole = Judge(cfg.model_copy(update={"build_first": False}), verifier_cache)
+    try:
+        with pytest.raises(ReferenceError, match="reference broken"):
+            whole.verify(broken, for_broken(cpp_error))
+    finally:
+        whole.close()

@@ -64,6 +64,8 @@ HANG_FLOOR_S = 2.0  # ... and always this long (first calls load modules; a load
 HANG_DATA_FACTOR = 4.0  # ... plus this many times the rest of the reference's trial (making, moving and writing
 # tensors), which a candidate's trial repeats at the same sizes: a factor on the forward alone
 HAND_OVER_TIMEOUT_S = 30.0  # a sandbox sends its sealed memory file right after the message that announces it
+LOAD_FIRST_MEMORY_MB = 4096  # a candidate's first look (verifier.build_first): its module's code and builds' loads
+LOAD_FIRST_GPU_MB = 1024  # ... and its CUDA context, where its module makes one
 FLOOR_SLACK = 0.5  # below half the copy-bandwidth bound is impossible (a read-mostly kernel may beat a copy)
 
 __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
@@ -666,17 +668,10 @@ class Judge:
         outcome = self._static(candidate.source) if static_rules else None
         if outcome is None:
             with cpu_accounting(phases.add_cpu), doing(f"{problem.name or problem.id} ({candidate.id})"):
-                try:
-                    outcome, accompanied = self._starved_retried(
-                        lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem,
-                        device_index=device_index)
-                    if accompanied and _a_neighbour_can_cause(outcome):
-                        outcome = self._again_alone(problem, candidate, devices, device_index, phases, outcome)
-                except ReferenceError as beside:
-                    outcome = self._judged_alone(problem, candidate, devices, device_index, phases, beside)
-                except torch.OutOfMemoryError as exc:  # the judge's comparison: its GPU memory taken by a sandbox
-                    outcome = self._again_alone(problem, candidate, devices, device_index, phases, _Outcome(
-                        VerdictCategory.runtime_error, f"the judge ran out of GPU memory: {exc}"))
+                outcome = self._failed_to_load(problem, candidate, device_index, phases)
+            if outcome is None:
+                with cpu_accounting(phases.add_cpu), doing(f"{problem.name or problem.id} ({candidate.id})"):
+                    outcome = self._judged_in_full(problem, candidate, devices, device_index, phases)
         phases.add_cpu("judge", time.thread_time() - judge_cpu)
         return Verdict(
             candidate_id=candidate.id,
@@ -700,6 +695,69 @@ class Judge:
             roofline_fraction=outcome.roofline,
             peak_memory_bytes=outcome.peak_memory,
         )
+
+    def _judged_in_full(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
+                        phases: _Phases) -> _Outcome:
+        try:
+            outcome, accompanied = self._starved_retried(
+                lambda: self._dynamic(problem, candidate, devices, device_index, phases), problem,
+                device_index=device_index)
+            if accompanied and _a_neighbour_can_cause(outcome):
+                outcome = self._again_alone(problem, candidate, devices, device_index, phases, outcome)
+        except ReferenceError as beside:
+            outcome = self._judged_alone(problem, candidate, devices, device_index, phases, beside)
+        except torch.OutOfMemoryError as exc:  # the judge's comparison: its GPU memory taken by a sandbox
+            outcome = self._again_alone(problem, candidate, devices, device_index, phases, _Outcome(
+                VerdictCategory.runtime_error, f"the judge ran out of GPU memory: {exc}"))
+        return outcome
+
+    # -- a first look at the candidate alone: does it even load? ---------------------------
+    def _reference_at_hand(self, problem_id: str, device_index: int) -> bool:
+        """Whether the problem's reference is kept whole on this device: judging a candidate then runs nothing
+        of the reference again, and a first look at the candidate alone would only cost its sandbox."""
+        reference = self._references.get((problem_id, device_index))
+        return reference is not None and all(trial.entry is not None for trial in reference.trials)
+
+    def _failed_to_load(self, problem: Problem, candidate: Candidate, device_index: int,
+                        phases: _Phases) -> _Outcome | None:
+        """verifier.build_first: the candidate's module run and its builds served in a small sandbox of its own,
+        before anything of its problem's reference (at full size: a reference's trials take 10-60 s and tens of
+        GB, and a judgement waits for memory admitting them; a weak policy's candidates mostly fail to build).
+        Its outcome when it failed to load in a way that is its code's alone — a compile error or an illegal
+        build — the same verdict the whole judgement would give, since loading never sees the reference; None
+        otherwise: it loaded (judged in full next, its builds cached), or it failed as a neighbour or the small
+        sandbox could make it fail (a timeout, out of memory, killed at the sandbox's cap), which the whole
+        judgement decides with its own remedies."""
+        if not self.config.build_first or self._reference_at_hand(problem.id, device_index):
+            return None
+        gpu_mb = min(self.judgement_gpu_mb(problem, device_index), LOAD_FIRST_GPU_MB)
+        with self.sandboxes.reserve(memory_mb=min(LOAD_FIRST_MEMORY_MB, self.config.memory_limit_mb),
+                                    gpu_mb=gpu_mb, device_index=device_index), doing("loading the candidate first"):
+            box = self.sandboxes.take_run_sandbox(device_index)
+            loading = _Loading()  # its fallbacks join the verdict's only if this look is the verdict
+            try:
+                box.start({"source": candidate.source, "device": self._device_str(device_index), "load_only": True,
+                           "init_seed": INIT_SEED, "num_threads": 1,
+                           "threads": self.config.candidate_threads or self.config.isolation == "none"})
+                try:
+                    outcome = self._load(box, candidate.source, device_index, loading, until_loaded=True)
+                except (SandboxStarved, *SANDBOX_READ_ERRORS):  # the whole judgement decides, with its remedies
+                    outcome = None
+                if isinstance(outcome, _Outcome) and box.capped_mb is not None \
+                        and Cgroups.reached_limit(box.home.cgroups):
+                    outcome = None  # the small sandbox's doing, perhaps
+            finally:
+                box.close()
+                if loading.runner is not None:
+                    loading.runner.close()
+        if isinstance(outcome, _Outcome) and outcome.category in (VerdictCategory.compile_error,
+                                                                   VerdictCategory.illegal) \
+                and not _a_neighbour_can_cause(outcome):
+            phases.mark("build")
+            phases.build_fallbacks.extend(loading.fallbacks)
+            return outcome
+        phases.mark("load_first")  # what the first look cost the candidate that loaded
+        return None
 
     # -- static checks: milliseconds, no process --------------------------------------------
     def _static(self, source: str) -> _Outcome | None:
@@ -1246,10 +1304,11 @@ class Judge:
         phases.mark("timing")
         return outcome
 
-    def _load(self, box: Sandbox, source: str, device_index: int, loading: _Loading) -> _Outcome | float:
-        """Serve the candidate's builds until its ModelNew is constructed. Build time counts against
-        compile_timeout_s; everything else it does meanwhile (its module's code, ModelNew's __init__)
-        against run_timeout_s. Returns the compile seconds, or the outcome if it failed."""
+    def _load(self, box: Sandbox, source: str, device_index: int, loading: _Loading,
+              until_loaded: bool = False) -> _Outcome | float:
+        """Serve the candidate's builds until its ModelNew is constructed (`until_loaded`: until its module has
+        run). Build time counts against compile_timeout_s; everything else it does meanwhile (its module's code,
+        ModelNew's __init__) against run_timeout_s. Returns the compile seconds, or the outcome if it failed."""
         cfg = self.config
         deadline = box.clock() + cfg.run_timeout_s  # its own time: stopped while another is timed, it is not loading
         while True:
@@ -1271,6 +1330,8 @@ class Judge:
                                     f"{cfg.compile_timeout_s:g} s", compile_seconds=loading.build_seconds)
                 continue
             if msg == ("loaded",):
+                if until_loaded:
+                    return loading.build_seconds
                 continue
             if msg[0] == "died":
                 return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], "while loading"),

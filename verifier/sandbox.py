@@ -224,6 +224,8 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
         return
     compile_seconds = _perf_counter() - start
     send(("loaded",))  # the module ran; constructing ModelNew is run time, not build time
+    if job.get("load_only"):  # the judge's first look (verifier.build_first): no reference, no init inputs yet
+        return
 
     model_cls = namespace.get("ModelNew")
     if model_cls is None:
