@@ -75,10 +75,11 @@ class VerifierConfig(StrictModel):
     max_detail_chars: int = Field(1500, ge=200)
     use_cache: bool = True
     build_first: bool = Field(
-        True, description="a candidate whose problem's reference is not kept at hand is loaded first, its builds "
-        "served, in a small sandbox of its own: one that fails to compile or load (a weak policy's most common "
-        "verdict) is judged there, without running its reference (a full-size KernelBench reference: 10-60 s and "
-        "tens of GB held); one that loads is then judged in full (its builds cached)")
+        True, description="a candidate whose problem's reference is not kept at hand is first built, loaded and "
+        "constructed (from its problem's init inputs) in a small sandbox of its own: one that fails there for its "
+        "own reasons (a weak policy's most common verdicts: a compile error, an error in ModelNew's __init__) is "
+        "judged without its reference running a trial (a full-size KernelBench reference: 10-60 s and tens of GB "
+        "held); one that is ready is then judged in full (its builds cached)")
     fast_build: bool = Field(True, description="fast build path (precompiled header on cpu; no torch headers on "
                              "cuda) instead of plain load_inline")
     kept_problems: int = Field(128, ge=1, description="problems whose reference trials, timing sets and baselines "

@@ -1182,12 +1182,14 @@ def test_a_judgement_waiting_for_its_memory_share_says_how_much():
 
 def test_a_candidate_that_cannot_build_is_judged_without_running_its_reference(verifier_cache):
     """verifier.build_first. At full size a KernelBench reference's trials take 10-60 s and tens of GB (a
-    judgement waits for memory admitting them), and most of a weak policy's candidates fail to build (149 of
-    190 of the miniature's SFT policy's on levels 1-2, on an H100): their verdict comes from a first look at the
-    candidate alone. Here the problem's reference raises, so a judgement that ran it would end in ReferenceError:
-    the candidate that fails to compile gets its compile error and the reference never ran; without build_first
-    the same candidate waits for that reference and fails on it. A candidate that loads is judged in full (its
-    first look in its phases); once its problem's reference is kept at hand, no first look."""
+    judgement waits for memory admitting them), and most of a weak policy's candidates fail before their first
+    trial (178 of 190 of the miniature's SFT policy's on levels 1-2, on an H100: 149 compile errors, 29 errors in
+    ModelNew's __init__): their verdict comes from a first look at the candidate alone. Here the problem's
+    reference raises in its forward, so a judgement that ran a trial would end in ReferenceError: the candidate
+    that fails to compile gets its compile error, the one whose __init__ raises its runtime error, and no trial
+    of the reference ran; without build_first the same candidate waits for that reference and fails on it. A
+    candidate that is ready is judged in full (its first look in its phases); once its problem's reference is
+    kept at hand, no first look."""
     from verifier.reference import ReferenceError
 
     broken_source = REFERENCE.replace("return torch.sigmoid(x) * self.w", "raise RuntimeError('reference broken')")
@@ -1203,6 +1205,10 @@ def test_a_candidate_that_cannot_build_is_judged_without_running_its_reference(v
     try:
         v = judge.verify(broken, for_broken(cpp_error))
         assert v.category == V.compile_error and "undeclared_name" in v.detail, v.detail
+        assert "reference" not in v.phases and not judge.reference_ran(broken.id), v.phases
+        bad_init = good().replace("super().__init__()", "super().__init__()\n        self.size = len(None)")
+        v = judge.verify(broken, for_broken(bad_init))
+        assert v.category == V.runtime_error and "constructing ModelNew" in v.detail and "TypeError" in v.detail
         assert "reference" not in v.phases and not judge.reference_ran(broken.id), v.phases
         with pytest.raises(ReferenceError, match="reference broken"):  # one that loads needs the reference
             judge.verify(broken, for_broken(good()))

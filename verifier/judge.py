@@ -64,8 +64,7 @@ HANG_FLOOR_S = 2.0  # ... and always this long (first calls load modules; a load
 HANG_DATA_FACTOR = 4.0  # ... plus this many times the rest of the reference's trial (making, moving and writing
 # tensors), which a candidate's trial repeats at the same sizes: a factor on the forward alone
 HAND_OVER_TIMEOUT_S = 30.0  # a sandbox sends its sealed memory file right after the message that announces it
-LOAD_FIRST_MEMORY_MB = 4096  # a candidate's first look (verifier.build_first): its module's code and builds' loads
-LOAD_FIRST_GPU_MB = 1024  # ... and its CUDA context, where its module makes one
+LOAD_FIRST_MEMORY_MB = 4096  # a candidate's first look (verifier.build_first): its module, its builds, its ModelNew
 FLOOR_SLACK = 0.5  # below half the copy-bandwidth bound is impossible (a read-mostly kernel may beat a copy)
 
 __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
@@ -241,6 +240,12 @@ def gpu_memory_estimate_mb(problem: Problem) -> int:
     return 2 * GPU_PROCESS_MB + ((GPU_SIZE_FACTOR * (inputs + outputs) + weights) >> 20)
 
 
+def construction_gpu_mb(problem: Problem) -> int:
+    """GPU memory (MB) a candidate's first look takes (verifier.build_first): a CUDA context for it and one for
+    the reference sandbox that names its init inputs, and its weights, which ModelNew moves to the device."""
+    return 2 * GPU_PROCESS_MB + ((_measured_bytes(problem, "weight_bytes") or 0) >> 20)
+
+
 def for_comparison(tensor: torch.Tensor, device: str) -> torch.Tensor:
     """An expected output where the judge keeps it to compare against: on the comparison device while small
     (the fastest), on the host otherwise (each comparison moves a slice at a time)."""
@@ -406,6 +411,7 @@ class Judge:
         self.sandboxes = SandboxFactory(config, self.cache_dir, self.device)
         self._builders: dict[str | None, FastInlineBuilder] = {}
         self._references: dict[tuple[str, int], _Reference] = {}
+        self._problem_init_inputs: dict[str, list[Any]] = {}  # a first look's (verifier.build_first)
         self._ran: set[str] = set()  # problems whose reference ran here at least once (kept or dropped since)
         # problem -> the memory (MB) a judgement of it takes (verifier.memory_admission: reference), from what its
         # reference's sandbox used; and how many candidates outgrew it (judged again with their whole limit)
@@ -458,6 +464,7 @@ class Judge:
             if baseline is not None:
                 baseline.close()
         self._references.clear()
+        self._problem_init_inputs.clear()
         self._baselines.clear()
         shutil.rmtree(self._stash_root, ignore_errors=True)
 
@@ -720,44 +727,72 @@ class Judge:
 
     def _failed_to_load(self, problem: Problem, candidate: Candidate, device_index: int,
                         phases: _Phases) -> _Outcome | None:
-        """verifier.build_first: the candidate's module run and its builds served in a small sandbox of its own,
-        before anything of its problem's reference (at full size: a reference's trials take 10-60 s and tens of
-        GB, and a judgement waits for memory admitting them; a weak policy's candidates mostly fail to build).
-        Its outcome when it failed to load in a way that is its code's alone — a compile error or an illegal
-        build — the same verdict the whole judgement would give, since loading never sees the reference; None
-        otherwise: it loaded (judged in full next, its builds cached), or it failed as a neighbour or the small
-        sandbox could make it fail (a timeout, out of memory, killed at the sandbox's cap), which the whole
-        judgement decides with its own remedies."""
+        """verifier.build_first: the candidate built, its module run and its ModelNew constructed (from its
+        problem's init inputs) in a small sandbox of its own, before its problem's reference runs a trial (at
+        full size a reference's trials take 10-60 s and tens of GB, and a judgement waits for memory admitting
+        them; a weak policy's candidates mostly fail before their first trial). Its outcome when it failed there
+        in a way that is its code's alone — a compile error, an illegal build, its own error while loading or
+        constructing — the same verdict the whole judgement would give, which does the same before any trial;
+        None otherwise: it is ready (judged in full next, its builds cached), or it failed as a neighbour or the
+        small sandbox could make it fail (a timeout, out of memory, killed at the sandbox's cap), or its
+        reference would not even load: the whole judgement decides, with its own remedies."""
         if not self.config.build_first or self._reference_at_hand(problem.id, device_index):
             return None
-        gpu_mb = min(self.judgement_gpu_mb(problem, device_index), LOAD_FIRST_GPU_MB)
+        gpu_mb = min(self.judgement_gpu_mb(problem, device_index), construction_gpu_mb(problem))
+        outcome = None
         with self.sandboxes.reserve(memory_mb=min(LOAD_FIRST_MEMORY_MB, self.config.memory_limit_mb),
                                     gpu_mb=gpu_mb, device_index=device_index), doing("loading the candidate first"):
-            box = self.sandboxes.take_run_sandbox(device_index)
-            loading = _Loading()  # its fallbacks join the verdict's only if this look is the verdict
-            try:
-                box.start({"source": candidate.source, "device": self._device_str(device_index), "load_only": True,
-                           "init_seed": INIT_SEED, "num_threads": 1,
-                           "threads": self.config.candidate_threads or self.config.isolation == "none"})
+            init_inputs = self._init_inputs(problem, device_index)
+            if init_inputs is not None:
+                box = self.sandboxes.take_run_sandbox(device_index)
+                loading = _Loading()  # its fallbacks join the verdict's only if this look is the verdict
                 try:
-                    outcome = self._load(box, candidate.source, device_index, loading, until_loaded=True)
-                except (SandboxStarved, *SANDBOX_READ_ERRORS):  # the whole judgement decides, with its remedies
-                    outcome = None
-                if isinstance(outcome, _Outcome) and box.capped_mb is not None \
-                        and Cgroups.reached_limit(box.home.cgroups):
-                    outcome = None  # the small sandbox's doing, perhaps
-            finally:
-                box.close()
-                if loading.runner is not None:
-                    loading.runner.close()
-        if isinstance(outcome, _Outcome) and outcome.category in (VerdictCategory.compile_error,
-                                                                   VerdictCategory.illegal) \
+                    box.start({"source": candidate.source, "device": self._device_str(device_index),
+                               "init_inputs": dumps(init_inputs), "init_seed": INIT_SEED, "num_threads": 1,
+                               "threads": self.config.candidate_threads or self.config.isolation == "none",
+                               "load_only": True})
+                    try:
+                        outcome = self._load(box, candidate.source, device_index, loading)
+                    except (SandboxStarved, *SANDBOX_READ_ERRORS):  # the whole judgement decides, with its remedies
+                        outcome = None
+                    if isinstance(outcome, _Outcome) and box.capped_mb is not None \
+                            and Cgroups.reached_limit(box.home.cgroups):
+                        outcome = None  # the small sandbox's doing, perhaps
+                finally:
+                    box.close()
+                    if loading.runner is not None:
+                        loading.runner.close()
+        if isinstance(outcome, _Outcome) and outcome.category in (
+                VerdictCategory.compile_error, VerdictCategory.illegal, VerdictCategory.runtime_error) \
                 and not _a_neighbour_can_cause(outcome):
             phases.mark("build")
             phases.build_fallbacks.extend(loading.fallbacks)
             return outcome
         phases.mark("load_first")  # what the first look cost the candidate that loaded
         return None
+
+    def _init_inputs(self, problem: Problem, device_index: int) -> list[Any] | None:
+        """The arguments ModelNew is constructed with: those of the reference this judge ran, else its problem's
+        `get_init_inputs()` from a reference sandbox that loads the reference and runs nothing else (remembered
+        per problem: small); None when the reference does not load."""
+        reference = self._references.get((problem.id, device_index))
+        if reference is not None:
+            return reference.init_inputs
+        # a group's candidates arrive together: one asks, the others wait for its answer
+        with waiting_for("its problem's init inputs (another judgement asks for them)",
+                         self._once(("init_inputs", problem.id))):
+            with self._lock:
+                if problem.id in self._problem_init_inputs:
+                    return self._problem_init_inputs[problem.id]
+            try:
+                with _reference_replies(problem), doing("the reference's init inputs"):
+                    box, init_inputs = self._reference_box(problem, device_index)
+                    box.close()
+            except (ReferenceError, SandboxStarved):
+                return None
+            with self._lock:
+                self._problem_init_inputs[problem.id] = init_inputs
+            return init_inputs
 
     # -- static checks: milliseconds, no process --------------------------------------------
     def _static(self, source: str) -> _Outcome | None:
@@ -1304,11 +1339,10 @@ class Judge:
         phases.mark("timing")
         return outcome
 
-    def _load(self, box: Sandbox, source: str, device_index: int, loading: _Loading,
-              until_loaded: bool = False) -> _Outcome | float:
-        """Serve the candidate's builds until its ModelNew is constructed (`until_loaded`: until its module has
-        run). Build time counts against compile_timeout_s; everything else it does meanwhile (its module's code,
-        ModelNew's __init__) against run_timeout_s. Returns the compile seconds, or the outcome if it failed."""
+    def _load(self, box: Sandbox, source: str, device_index: int, loading: _Loading) -> _Outcome | float:
+        """Serve the candidate's builds until its ModelNew is constructed. Build time counts against
+        compile_timeout_s; everything else it does meanwhile (its module's code, ModelNew's __init__)
+        against run_timeout_s. Returns the compile seconds, or the outcome if it failed."""
         cfg = self.config
         deadline = box.clock() + cfg.run_timeout_s  # its own time: stopped while another is timed, it is not loading
         while True:
@@ -1330,8 +1364,6 @@ class Judge:
                                     f"{cfg.compile_timeout_s:g} s", compile_seconds=loading.build_seconds)
                 continue
             if msg == ("loaded",):
-                if until_loaded:
-                    return loading.build_seconds
                 continue
             if msg[0] == "died":
                 return _Outcome(VerdictCategory.runtime_error, box.death_detail(msg[1], "while loading"),

@@ -224,8 +224,6 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
         return
     compile_seconds = _perf_counter() - start
     send(("loaded",))  # the module ran; constructing ModelNew is run time, not build time
-    if job.get("load_only"):  # the judge's first look (verifier.build_first): no reference, no init inputs yet
-        return
 
     model_cls = namespace.get("ModelNew")
     if model_cls is None:
@@ -248,6 +246,8 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
         return
 
     send(("ready", {"compile_seconds": compile_seconds, "own_modules": len(modules)}))
+    if job.get("load_only"):  # the judge's first look (verifier.build_first): built and constructed, no trial
+        return
     sync = torch.cuda.synchronize if job["device"] == "cuda" else (lambda: None)
 
     while True:
