@@ -697,7 +697,8 @@ def test_a_reference_waits_for_the_device_while_another_judgement_is_timed_on_it
     which use the device the same way (inputs drawn, the forward, outputs moved) — a second context on a GPU
     slows the timed kernels (benchmarks/spinner_probe.py: 1.76x for a 22 ms matmul). Here the device is held
     for timing by the test while a judgement of a problem whose reference never ran starts: its reference waits
-    (unheld, it runs in ~2 s), then runs, and the verdict is a pass."""
+    (unheld, it runs in ~2 s) — and the reference sandbox that names its init inputs for the candidate's first
+    look (verifier.build_first) — then runs, and the verdict is a pass."""
     import threading
 
     from verifier.judge import Devices
@@ -714,6 +715,8 @@ def test_a_reference_waits_for_the_device_while_another_judgement_is_timed_on_it
             worker.start()
             time.sleep(12)  # a reference alone on this machine runs in ~2 s; under the timing it must not start
             assert not judge.reference_ran(problem().id) and worker.is_alive()
+            # nor does the sandbox that names its init inputs for the candidate's first look (build_first) start
+            assert problem().id not in judge._problem_init_inputs
         worker.join(120)
         assert judge.reference_ran(problem().id)
         assert [v.category for v in verdicts] == [V.passed], [v.detail for v in verdicts]

@@ -675,7 +675,7 @@ class Judge:
         outcome = self._static(candidate.source) if static_rules else None
         if outcome is None:
             with cpu_accounting(phases.add_cpu), doing(f"{problem.name or problem.id} ({candidate.id})"):
-                outcome = self._failed_to_load(problem, candidate, device_index, phases)
+                outcome = self._failed_to_load(problem, candidate, devices, device_index, phases)
             if outcome is None:
                 with cpu_accounting(phases.add_cpu), doing(f"{problem.name or problem.id} ({candidate.id})"):
                     outcome = self._judged_in_full(problem, candidate, devices, device_index, phases)
@@ -725,7 +725,7 @@ class Judge:
         reference = self._references.get((problem_id, device_index))
         return reference is not None and all(trial.entry is not None for trial in reference.trials)
 
-    def _failed_to_load(self, problem: Problem, candidate: Candidate, device_index: int,
+    def _failed_to_load(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
                         phases: _Phases) -> _Outcome | None:
         """verifier.build_first: the candidate built, its module run and its ModelNew constructed (from its
         problem's init inputs) in a small sandbox of its own, before its problem's reference runs a trial (at
@@ -742,7 +742,7 @@ class Judge:
         outcome = None
         with self.sandboxes.reserve(memory_mb=min(LOAD_FIRST_MEMORY_MB, self.config.memory_limit_mb),
                                     gpu_mb=gpu_mb, device_index=device_index), doing("loading the candidate first"):
-            init_inputs = self._init_inputs(problem, device_index)
+            init_inputs = self._init_inputs(problem, devices, device_index)
             if init_inputs is not None:
                 box = self.sandboxes.take_run_sandbox(device_index)
                 loading = _Loading()  # its fallbacks join the verdict's only if this look is the verdict
@@ -771,10 +771,11 @@ class Judge:
         phases.mark("load_first")  # what the first look cost the candidate that loaded
         return None
 
-    def _init_inputs(self, problem: Problem, device_index: int) -> list[Any] | None:
+    def _init_inputs(self, problem: Problem, devices: Devices, device_index: int) -> list[Any] | None:
         """The arguments ModelNew is constructed with: those of the reference this judge ran, else its problem's
         `get_init_inputs()` from a reference sandbox that loads the reference and runs nothing else (remembered
-        per problem: small); None when the reference does not load."""
+        per problem: small; its start holds the device as a reference's does, never beside a timing there);
+        None when the reference does not load."""
         reference = self._references.get((problem.id, device_index))
         if reference is not None:
             return reference.init_inputs
@@ -785,7 +786,8 @@ class Judge:
                 if problem.id in self._problem_init_inputs:
                     return self._problem_init_inputs[problem.id]
             try:
-                with _reference_replies(problem), doing("the reference's init inputs"):
+                with _reference_replies(problem), doing("the reference's init inputs"), \
+                        _device_trials(devices, device_index)():
                     box, init_inputs = self._reference_box(problem, device_index)
                     box.close()
             except (ReferenceError, SandboxStarved):
