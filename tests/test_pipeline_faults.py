@@ -190,6 +190,23 @@ def test_a_kill_lost_inside_a_finalizer_is_delivered_again():
         restore_signal_handlers(previous)
 
 
+def _stderr_of_a_process_alive_after(script: Path, signum: int, seconds: float) -> str:
+    """Run `script` (it prints "ready" once its handlers are in place), send it `signum`, check it is still alive
+    `seconds` later, kill it: its stderr."""
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        proc.send_signal(signum)
+        time.sleep(seconds)
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        _, stderr = proc.communicate(timeout=30)
+    return stderr
+
+
 def test_a_process_that_outlives_its_terminating_signal_says_where_it_waits(tmp_path):
     """On the GPU box the evaluation outlived `timeout -k 10`'s 10 s after SIGTERM and was SIGKILLed without a
     word. A process whose signal became `Killed` and which has not ended STACKS_AFTER_SIGNAL_S later writes every
@@ -209,16 +226,7 @@ def test_a_process_that_outlives_its_terminating_signal_says_where_it_waits(tmp_
         "    time.sleep(120)\n"
         "except Killed:\n"
         "    sys.exit(143)  # in order; the thread still holds the exit\n")
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        proc.send_signal(signal.SIGTERM)
-        time.sleep(STACKS_AFTER_SIGNAL_S + 3)
-        assert proc.poll() is None  # still there, as on the box
-    finally:
-        proc.kill()
-        _, stderr = proc.communicate(timeout=30)
+    stderr = _stderr_of_a_process_alive_after(script, signal.SIGTERM, STACKS_AFTER_SIGNAL_S + 3)  # as on the box
     assert "Timeout" in stderr and "waits_for_a_stop_nobody_sends" in stderr, stderr[-2000:]
 
 
@@ -238,17 +246,7 @@ def test_sigusr1_writes_every_threads_stack_even_with_the_main_thread_stuck_in_c
         "lock = threading.Lock(); lock.acquire()\n"
         "lock.acquire(timeout=60)  # the main thread in C (a lock's wait)\n"
         "print('still here', flush=True)\n")
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGUSR1)
-        time.sleep(2)
-        assert proc.poll() is None  # the stacks written, the process goes on
-    finally:
-        proc.kill()
-        _, stderr = proc.communicate(timeout=30)
+    stderr = _stderr_of_a_process_alive_after(script, signal.SIGUSR1, 2)  # the stacks written, it goes on
     assert "in a_worker_waiting_on_a_judgement" in stderr, stderr[-2000:]  # the worker's stack
     assert "stuck.py\", line 9 in <module>" in stderr, stderr[-2000:]  # and the main thread's, in its wait
 

@@ -675,10 +675,8 @@ class Judge:
         outcome = self._static(candidate.source) if static_rules else None
         if outcome is None:
             with cpu_accounting(phases.add_cpu), doing(f"{problem.name or problem.id} ({candidate.id})"):
-                outcome = self._failed_to_load(problem, candidate, devices, device_index, phases)
-            if outcome is None:
-                with cpu_accounting(phases.add_cpu), doing(f"{problem.name or problem.id} ({candidate.id})"):
-                    outcome = self._judged_in_full(problem, candidate, devices, device_index, phases)
+                outcome = self._failed_to_load(problem, candidate, devices, device_index, phases) \
+                    or self._judged_in_full(problem, candidate, devices, device_index, phases)
         phases.add_cpu("judge", time.thread_time() - judge_cpu)
         return Verdict(
             candidate_id=candidate.id,
