@@ -25,7 +25,7 @@ rc=0
 # 0.2 GB: 3 judgements at once became as many as compile_workers)
 PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO limited "$left" python3 -m flows.cli eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
   --level 1 --level 2 -c "$CONFIG" --set home="$KD_HOME" --set evaluate.max_turns=$turns \
-  --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=16 --set verifier.stored_trials_gb=40 \
+  --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=16 --set verifier.stored_trials_gb=${KB_STORED_GB:-40} \
   --set verifier.compare_torch_compile=true --set verifier.memory_admission=reference 2>&1 | tee "$OUT/kb.log" || rc=$?   # the whole log comes back
 echo "eval rc $rc at $(elapsed) s (124: cut by the call's limit; the same command goes on)"
 pack_home
