@@ -97,6 +97,12 @@ class VerifierConfig(StrictModel):
                                     "trials beyond keep only their outputs' digest and are made again by the "
                                     "reference for each candidate (KernelBench level 1 at full size: 12.8 GB a "
                                     "trial), checked against that digest")
+    min_free_disk_gb: float = Field(4.0, ge=0, description="a reference trial is kept on the judge's disk only "
+                                    "while this much of that disk stays free beside it (GB); otherwise it is made "
+                                    "again for each candidate, as beyond stored_trials_gb. The disk holds the "
+                                    "warehouse, MLflow and the verdict store too: trials of several full-size "
+                                    "KernelBench problems at once, each within stored_trials_gb, once filled it and "
+                                    "ended the stage (H200, session 13)")
     candidate_threads: bool = Field(False, description="let a candidate's process start threads (std::thread, "
                                     "OpenMP); off (isolation: namespaces): refused once its CUDA context is up, "
                                     "before its code runs — a thread outlives the forward and can keep the device "

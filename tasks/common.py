@@ -307,6 +307,12 @@ class StageContext:
         self.mlflow.log_policy(model, tokenizer)
         return path
 
+    def stop_judging(self) -> None:
+        """Cut the verifier's judgements in flight short, waiting for none (the stage failed or was interrupted):
+        what comes before recording the failure, which must fit in the seconds a terminating signal leaves."""
+        if self._pool is not None:
+            self._pool.stop()
+
     def close(self, aborted: bool = False) -> None:
         """Release the verifier; `aborted` (the stage failed or was interrupted): cut its judgements short."""
         if self._pool is not None and aborted:
@@ -445,12 +451,19 @@ def stage_run(stage: str, config: PipelineConfig, parent_ids: list[str], pipelin
         error = failure_text(exc)
         if ctx is not None:
             with suppress(Exception):  # the body's error is the one to report
-                ctx.close(aborted=True)
-        warehouse.finish_stage_run(run.id, StageStatus.failed, error=error[:4000],
-                                   summary=ctx.summary if ctx is not None else None)
-        if logger is not None:
-            logger.set_tags({"kerneldojo.error": error[:5000]})
-            logger.finish(ok=False)
+                ctx.stop_judging()
+        # recorded before the verifier's closing waits for its threads (files of GBs to remove): a stage cut by
+        # `timeout -k` must say it failed within the seconds its SIGTERM leaves
+        try:
+            warehouse.finish_stage_run(run.id, StageStatus.failed, error=error[:4000],
+                                       summary=ctx.summary if ctx is not None else None)
+            if logger is not None:
+                logger.set_tags({"kerneldojo.error": error[:5000]})
+                logger.finish(ok=False)
+        finally:
+            if ctx is not None:
+                with suppress(Exception):
+                    ctx.close(aborted=True)
         if not isinstance(exc, (KeyboardInterrupt, Killed, TerminationSignal)):  # a killed run reports nothing more
             publish_summary(stage, run.id, run.parent_ids, "failed", ctx.summary if ctx is not None else {},
                             mlflow_run_link(tracker.experiment_id, logger.run_id) if logger else None, error)

@@ -25,7 +25,7 @@ from tasks.plots import close, line_chart
 from training.evaluation import FAST_P, EvalSummary, evaluate_policy, level_of, summarize_evaluation
 from training.model import load_policy, resolve_device
 from training.policies import TeacherPolicy
-from training.rollout import HFRolloutEngine
+from training.rollout import Generation, HFRolloutEngine, RecordedEngine
 from verifier.analysis import AnalysisError
 
 HEADLINE = ("accuracy/turn_1", "fast_1/eager/turn_1", "fast_1/compile/turn_1", "speedup/geomean_eager",
@@ -62,6 +62,8 @@ def run_evaluate(config: PipelineConfig, from_run: str | None, pipeline_mlflow_r
 
             summary = evaluate_policy(policy, verify_turn, problems, cfg, config.verifier.backend, config.seed,
                                       timed=ctx.timed, compiled=compiled)
+        if isinstance(policy, RecordedEngine):  # > 0: a run again of an evaluation cut short, its samples replayed
+            ctx.summary["generate_calls_replayed"] = policy.replayed_calls
         # The references are checked after the judging, not before: each ran as its problem's first candidate was
         # judged (a KernelBench level-1 reference at full size is GBs of trials, which the judge had dropped again
         # long before the candidates came when every reference was checked first: each ran twice), so only those
@@ -114,7 +116,23 @@ def _policy(ctx: StageContext, cfg: EvaluateConfig, from_run: str | None, config
         return HFRolloutEngine(model, tokenizer, device), f"model:{Path(cfg.model_dir).resolve()}"
     evaluated = ctx.warehouse.succeeded_run(from_run)
     model, tokenizer = load_policy(ctx.warehouse.checkpoint(evaluated.id), device)
-    return HFRolloutEngine(model, tokenizer, device), f"{evaluated.stage}:{evaluated.id}"
+    who = f"{evaluated.stage}:{evaluated.id}"
+    return _recorded(ctx, HFRolloutEngine(model, tokenizer, device), who), who
+
+
+def _recorded(ctx: StageContext, engine: HFRolloutEngine, policy: str) -> RecordedEngine:
+    """`engine`, its generate calls recorded in the warehouse as they are made and replayed when made again (a
+    stage run's checkpoint never changes): an evaluation cut short and run again, on any GPU, judges the same
+    candidates, most of them from the verdict cache."""
+    def recorded(key: str) -> list[Generation] | None:
+        rows = ctx.warehouse.recorded_generations(policy, key)
+        return None if rows is None else [Generation(r["token_ids"], r["text"], r["finished"]) for r in rows]
+
+    def record(key: str, generations: list[Generation]) -> None:
+        ctx.warehouse.add_generations(ctx.run_id, policy, key, [
+            {"token_ids": g.token_ids, "text": g.text, "finished": g.finished} for g in generations])
+
+    return RecordedEngine(engine, recorded, record)
 
 
 def _prepare_teacher(ctx: StageContext, policy: TeacherPolicy, problems: list[Problem], backend: str) -> None:

@@ -357,6 +357,49 @@ def test_an_interrupted_pool_ends_its_judgements_at_once(tmp_path):
     assert sandbox_processes() == []
 
 
+def test_an_aborted_judge_s_waits_for_memory_end_at_once(tmp_path):
+    """A stage cut by `timeout -k` on the H200 was SIGKILLed: its pool's closing waited for 12 judgements still
+    waiting for their memory share (the shares behind the judgements whose closing removed GBs of kept trials).
+    Aborted, a judge's waits for memory end at once — the ordinary one and the one that waits to run alone."""
+    import threading
+
+    from verifier.sandboxes import SandboxFactory, SandboxStartError
+
+    cfg = load_config(None, ["verifier.spare_sandboxes=0", "verifier.memory_limit_mb=1024",
+                             "verifier.sandbox_memory_mb=1031"]).verifier
+    factory = SandboxFactory(cfg, tmp_path / "cache", "cpu")
+    budget = factory.memory_budget
+    held = factory.reserve()  # a judgement running: no other share fits beside it
+    outcomes: dict[bool, object] = {}
+
+    def judgement(alone: bool) -> None:
+        try:
+            with factory.reserve(alone=alone):
+                outcomes[alone] = "reserved"
+        except SandboxStartError as exc:
+            outcomes[alone] = exc
+
+    threads = [threading.Thread(target=judgement, args=(alone,), daemon=True) for alone in (False, True)]
+    try:
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 10
+        while not (budget._waiting and budget._alone_since) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert budget._waiting and budget._alone_since  # both wait for the share the running one holds
+        aborted = time.monotonic()
+        factory.abort()
+        for thread in threads:
+            thread.join(5)
+        assert time.monotonic() - aborted < 2
+        assert all(isinstance(outcomes.get(alone), SandboxStartError) for alone in (False, True)), outcomes
+        assert not budget._waiting and not budget._alone_since
+    finally:
+        held.release()
+        factory.close()
+    assert budget.used_mb == 0
+
+
 def test_a_judge_nobody_closed_stops_its_spares_when_collected(tmp_path):
     """A judge dropped without close() (a one-line `Judge(cfg, cache).verify(...)`) kept its spare sandboxes alive
     until the interpreter exited: processes of sandbox uids that the next red-team check found (seen on the H200).

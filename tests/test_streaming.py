@@ -85,6 +85,36 @@ def test_the_judge_keeps_in_memory_half_of_what_the_sandboxes_leave():
     assert judge_kept_memory_mb(24_000, 24_000) == JUDGE_KEPT_FLOOR_MB  # sandboxes given it all
 
 
+def test_a_stash_entry_is_kept_on_disk_only_while_it_leaves_the_disk_its_reserve(tmp_path):
+    """Trials of several full-size KernelBench problems at once, each within stored_trials_gb, filled the H200
+    box's disk and ended the stage (the warehouse, MLflow and the verdict store share that disk): an entry that
+    would leave less than `min_free_bytes` free, counting the entries being written beside it, is refused as a
+    full disk is (the judge then makes that trial again for each candidate), nothing of it on disk."""
+    import errno
+    import shutil
+
+    from verifier.stash import disk_room
+
+    free = shutil.disk_usage(tmp_path).free
+    if free < 4e9:
+        pytest.skip(f"{free / 1e9:.1f} GB free here: the test needs 4")
+    stash = TensorStash(tmp_path / "s", memory_bytes=0)
+    one_mb = [torch.ones(1 << 18)]
+    with pytest.raises(OSError) as refused:
+        stash.append(one_mb, min_free_bytes=free + (1 << 30))
+    assert refused.value.errno == errno.ENOSPC and "min_free_disk_gb" in str(refused.value)
+    assert list((tmp_path / "s").glob("*")) == []
+    kept = stash.append(one_mb, min_free_bytes=1 << 30)  # leaves GBs free: kept
+    assert torch.equal(stash.get(kept)[0], one_mb[0])
+    # another entry being written now (all but 2 GB of what is free): 1 MB more would leave less than 3 GB
+    with disk_room(tmp_path, shutil.disk_usage(tmp_path).free - (2 << 30), 1):
+        with pytest.raises(OSError):
+            stash.append(one_mb, min_free_bytes=3 << 30)
+    assert torch.equal(stash.get(stash.append(one_mb, min_free_bytes=3 << 30))[0], one_mb[0])  # written: room again
+    assert stash.spilled == 2
+    stash.close()
+
+
 def test_a_stash_entry_the_disk_cannot_hold_leaves_no_half_file(tmp_path):
     """A disk that fills while an entry is written (here: a file-size limit, EFBIG, as ENOSPC would be): the
     entry is refused with an OSError (the judge then makes that trial again for each candidate rather than keep

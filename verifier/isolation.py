@@ -24,6 +24,7 @@ import signal
 import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -395,6 +396,10 @@ ALONE_PATIENCE_S = 300.0  # a judgement waiting to run alone lets later ones sta
 # batch runs meanwhile, and the machine empties when the batch does); after it, none starts before it
 
 
+class ReservationCancelled(RuntimeError):
+    """A MemoryBudget wait given up (its `cancelled` became true): nothing was reserved."""
+
+
 class MemoryBudget:
     """Admission for sandboxes by memory: a judgement (a thread) holds one sandbox's limit of the budget while
     it has sandboxes, and waits for its turn while the limits of those running fill it. Limits are promises:
@@ -437,14 +442,16 @@ class MemoryBudget:
             self.gpu_used_mb.setdefault(device_index, 0)
 
     def reserve(self, memory_mb: int, alone: bool = False, judge_mb: int = 0, gpu_mb: int = 0,
-                device_index: int = 0) -> "MemoryReservation":
+                device_index: int = 0, cancelled: Callable[[], bool] = lambda: False) -> "MemoryReservation":
         """Block until `memory_mb` (at most the whole budget) fits, unless this thread holds a share already.
         `judge_mb`: what the judge itself holds for the judgement meanwhile (a full-size trial loaded, the inputs
         it hands the candidate, the outputs it reads back: 2 x 12.8 GB for a KernelBench level-1 problem), taken
         beside the sandboxes' share and never a sandbox's limit. `alone`: the whole budget, once every judgement
         running has ended; later ones may start while it waits, for ALONE_PATIENCE_S, then none does.
         `gpu_mb`: its share of device `device_index`'s memory, where that device is tracked (track_gpu): it
-        waits until both fit; alone, it has the device to itself too."""
+        waits until both fit; alone, it has the device to itself too. `cancelled`: checked whenever the budget
+        changes or wake() is called; once true, the wait ends with ReservationCancelled (a judge being aborted:
+        its judgements must not wait for memory that its own closing frees only slowly)."""
         thread = threading.get_ident()
         with self._changed:
             held = self._held.get(thread)
@@ -458,7 +465,7 @@ class MemoryBudget:
                     self._alone_since[ticket] = time.monotonic()
                     try:
                         with doing("waiting for memory (all of it, alone)"):
-                            self._changed.wait_for(lambda: not self._held)
+                            self._changed.wait_for(lambda: cancelled() or not self._held)
                     finally:
                         del self._alone_since[ticket]
                 else:
@@ -467,14 +474,17 @@ class MemoryBudget:
                     what = f"{memory_mb} MB" + (f", {gpu_mb} MB of GPU {device_index}" if gpu_mb else "")
                     try:
                         with doing(f"waiting for memory ({what})"):
-                            self._changed.wait_for(lambda: self.used_mb + memory_mb <= self.capacity_mb
-                                                   and (not gpu_mb or self.gpu_used_mb[device_index] + gpu_mb
-                                                        <= gpu_capacity)
-                                                   and not self._alone_impatient()
-                                                   and not self._starving_before(ticket))
+                            self._changed.wait_for(lambda: cancelled() or (
+                                self.used_mb + memory_mb <= self.capacity_mb
+                                and (not gpu_mb or self.gpu_used_mb[device_index] + gpu_mb <= gpu_capacity)
+                                and not self._alone_impatient()
+                                and not self._starving_before(ticket)))
                     finally:
                         if time.monotonic() - self._waiting.pop(ticket) >= STARVING_S:
                             self._changed.notify_all()  # it was starving: those behind it may go now
+                if cancelled():
+                    self._changed.notify_all()  # those behind it may go now (the alone and the starving)
+                    raise ReservationCancelled("the wait for memory was cancelled (the judge is being aborted)")
                 self.used_mb += memory_mb
                 self.peak_mb = max(self.peak_mb, self.used_mb)
                 if gpu_mb:
@@ -487,6 +497,11 @@ class MemoryBudget:
                         hold.accompanied = True
             held.sandboxes += 1
         return MemoryReservation(self, thread, held)
+
+    def wake(self) -> None:
+        """Have every waiting reservation look at its `cancelled` again."""
+        with self._changed:
+            self._changed.notify_all()
 
     def _alone_impatient(self) -> bool:
         """Whether a judgement has waited ALONE_PATIENCE_S to run alone: none starts before it now (under

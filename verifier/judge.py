@@ -576,8 +576,10 @@ class Judge:
         alone = False
         while True:
             try:
-                with self.sandboxes.reserve(alone=alone, memory_mb=share, judge_mb=judge_mb, gpu_mb=gpu_mb,
-                                            device_index=device_index) as reservation, self._keeping(problem.id):
+                # kept outside the share: dropping what the judge kept (GBs of files) needs no sandbox memory
+                with self._keeping(problem.id), self.sandboxes.reserve(
+                        alone=alone, memory_mb=share, judge_mb=judge_mb, gpu_mb=gpu_mb,
+                        device_index=device_index) as reservation:
                     result = judge()
                     return result, reservation.accompanied
             except SandboxOverEstimate:  # the estimate was too small for this candidate: its whole limit now
@@ -602,7 +604,7 @@ class Judge:
         not keep made once more and compared, its baselines timed — any of them failing, the reference is broken
         (ReferenceError, raised). Then the candidate is judged again, alone: the reference failing again beside it
         is the candidate's doing, a runtime error of its own."""
-        with self.sandboxes.reserve(alone=True), self._keeping(problem.id), \
+        with self._keeping(problem.id), self.sandboxes.reserve(alone=True), \
                 doing("judged again alone: the reference failed beside it"):
             fresh = self._run_reference(problem, device_index, devices)  # not kept: candidates' stays as it is
             try:
@@ -643,7 +645,7 @@ class Judge:
         log.info("problem %s: candidate %s failed beside other judgements (%s), judged again alone",
                  problem.name or problem.id, candidate.id, beside.category.value)
         try:
-            with self.sandboxes.reserve(alone=True), self._keeping(problem.id):
+            with self._keeping(problem.id), self.sandboxes.reserve(alone=True):
                 phases.mark("wait_alone")  # the verdict's phases say it was judged again, and what that waited
                 return self._dynamic_alone(problem, candidate, devices, device_index, phases)
         except ReferenceError as again:
@@ -925,8 +927,9 @@ class Judge:
                 if stash.nbytes + input_bytes + output_bytes <= stored_bytes:
                     try:
                         # views of the sandbox's memory file: copied where kept in memory (stash.append)
-                        entry = stash.append([*inputs, *(for_comparison(t, device) for t in expected)], owned=False)
-                    except OSError as exc:  # the judge's disk is full: the machine's limit, not the problem's
+                        entry = stash.append([*inputs, *(for_comparison(t, device) for t in expected)], owned=False,
+                                             min_free_bytes=int(self.config.min_free_disk_gb * 1e9))
+                    except OSError as exc:  # the judge's disk is (nearly) full: the machine's limit, not the problem's
                         log.warning("problem %s: trial %d not kept, made again for each candidate (%s)",
                                     problem.name or problem.id, index, exc)
                 if entry is None:

@@ -308,9 +308,14 @@ class VerifierPool(ABC):
     def close(self) -> None:
         pass
 
+    def stop(self) -> None:
+        """Cut the judgements in flight short now, waiting for none of them (their verdicts never reach the
+        cache): the first thing a caller that is giving up does, before it records that it gave up. Pools that
+        cannot cut them short do nothing here."""
+
     def abort(self) -> None:
-        """Give up now (the caller was interrupted or failed): the judgements in flight are cut short and their
-        verdicts never reach the cache; then close. Pools that cannot cut them short just close."""
+        """Give up now (the caller was interrupted or failed): stop(), then close."""
+        self.stop()
         self.close()
 
     def __enter__(self):
@@ -393,10 +398,9 @@ class LocalVerifierPool(VerifierPool):
         self._executor.shutdown(wait=True, cancel_futures=True)
         self.judge.close()
 
-    def abort(self) -> None:
+    def stop(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)  # what has not started never will
-        self.judge.abort()  # what has: its sandboxes die, so each judgement returns at once
-        self.close()
+        self.judge.abort()  # what has: its sandboxes die and its waits for memory end, so each returns at once
 
 
 def in_completion_order(futures: list[Future]) -> Iterator[Future]:

@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterator
 import torch
 
 from schemas.config import VerifierConfig
-from verifier.isolation import (Cgroups, Isolation, MemoryBudget, MemoryReservation, SandboxHome, read_sandbox_text,
-                                sandbox_memory_mb)
+from verifier.isolation import (Cgroups, Isolation, MemoryBudget, MemoryReservation, ReservationCancelled, SandboxHome,
+                                read_sandbox_text, sandbox_memory_mb)
 from verifier.jail import ISOLATION_FAILED_EXIT
 from verifier.reference import loads
 from verifier.tensor_io import HANDED_OVER
@@ -612,9 +612,15 @@ class SandboxFactory:
         `memory_mb` (its problem's estimate, verifier.memory_admission) or memory_limit_mb, and `judge_mb` beside
         it (the judge's own copies of its tensors), and `gpu_mb` of its device's memory where the judge tracks
         it (verifier.gpu_memory_admission), or all of it (`alone`). Taken around a whole judgement, before any
-        lock, and again (re-entrant) by every sandbox it starts."""
-        return self.memory_budget.reserve(memory_mb or self.config.memory_limit_mb, alone=alone, judge_mb=judge_mb,
-                                          gpu_mb=gpu_mb, device_index=device_index)
+        lock, and again (re-entrant) by every sandbox it starts. Once abort() has run, a wait for its turn
+        ends at once (SandboxStartError): the memory it waits for may be freed only as slowly as a closing judge
+        removes its files (12 threads waited out a stage's SIGTERM on the H200 so, session 13)."""
+        try:
+            return self.memory_budget.reserve(memory_mb or self.config.memory_limit_mb, alone=alone,
+                                              judge_mb=judge_mb, gpu_mb=gpu_mb, device_index=device_index,
+                                              cancelled=lambda: self._aborted)
+        except ReservationCancelled:
+            raise SandboxStartError("the judge was aborted: it starts no more sandboxes") from None
 
     def start(self, role: str, device_index: int = 0, processes: bool | None = None) -> Sandbox:
         reservation = self.reserve()
@@ -767,6 +773,7 @@ class SandboxFactory:
             live = list(self._live)  # the spares too
             spares = [box for group in self._spares.values() for box in group]
             self._spares.clear()  # under the lock take() takes: no judgement is handed one from now on
+        self.memory_budget.wake()  # judgements waiting for their share give up now (reserve)
         # every one signalled before any is waited for: each with a CUDA context of GBs took seconds to end, one
         # after another, past the 10 s `timeout -k 10` gives a stage to record its end (session 10, the box)
         for box in live:

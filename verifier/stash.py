@@ -14,11 +14,14 @@ cache keeps them in memory while it can; the sandbox reads one call's bytes, and
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import os
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,32 @@ def host_bytes(values: list[Any]) -> int:
     return nbytes_of([v for v in values if isinstance(v, torch.Tensor) and v.device.type == "cpu"])
 
 
+_being_written = 0  # bytes of stash files being written now, every stash of the process: not yet in disk_usage
+_being_written_lock = threading.Lock()
+
+
+@contextmanager
+def disk_room(directory: Path, nbytes: int, min_free_bytes: int) -> Iterator[None]:
+    """Room for a file of `nbytes` in `directory` that leaves `min_free_bytes` of its disk free, counting the
+    files this process is writing meanwhile (several full-size trials at once), held while the body writes it;
+    OSError (ENOSPC) where there is none. `min_free_bytes` 0: no check."""
+    global _being_written
+    if min_free_bytes <= 0:
+        yield
+        return
+    with _being_written_lock:
+        free = shutil.disk_usage(directory).free - _being_written
+        if free - nbytes < min_free_bytes:
+            raise OSError(errno.ENOSPC, f"keeping {nbytes / 1e9:.2f} GB would leave {max(0, free - nbytes) / 1e9:.1f} "
+                          f"GB of the judge's disk free, below its {min_free_bytes / 1e9:.1f} GB (min_free_disk_gb)")
+        _being_written += nbytes
+    try:
+        yield
+    finally:
+        with _being_written_lock:
+            _being_written -= nbytes
+
+
 class TensorStash:
     """An append-only list of value lists (tensors and plain values), in memory or spilled to disk."""
 
@@ -87,12 +116,12 @@ class TensorStash:
         """Entries kept on disk."""
         return len(self._on_disk)
 
-    def append(self, values: list[Any], owned: bool = True) -> int:
+    def append(self, values: list[Any], owned: bool = True, min_free_bytes: int = 0) -> int:
         """Keep `values` (host tensors are kept as they are; the caller gives up its references) -> its index.
         `owned=False`: its host tensors are views of memory that is not the judge's own (a sandbox's memory
         file, charged to the sandbox's group, whose charge would outlive it against every sandbox's budget):
-        kept in memory, they are copies. OSError where its file cannot be written (the disk is full): nothing
-        of it is kept, its index unused."""
+        kept in memory, they are copies. OSError where its file cannot be written (the disk is full), or would
+        leave less than `min_free_bytes` of its disk free: nothing of it is kept, its index unused."""
         size = nbytes_of(values)
         with self._lock:
             index = self._count
@@ -122,11 +151,12 @@ class TensorStash:
         with self._lock:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
-        try:
-            metas = write_tensors(path, values)  # device tensors go through one small host buffer
-        except BaseException:  # a disk that filled mid-write (ENOSPC, EFBIG) keeps no half entry
-            path.unlink(missing_ok=True)
-            raise
+        with disk_room(self.directory, size, min_free_bytes):
+            try:
+                metas = write_tensors(path, values)  # device tensors go through one small host buffer
+            except BaseException:  # a disk that filled mid-write (ENOSPC, EFBIG) keeps no half entry
+                path.unlink(missing_ok=True)
+                raise
         os.chmod(path, 0o400)  # nobody writes it again (a sandbox handed it reads it only, and runs as another uid)
         with self._lock:
             self._on_disk[index] = (path, metas, size)

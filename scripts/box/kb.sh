@@ -23,7 +23,7 @@ rc=0
 # a 64 GB disk; a disk that fills makes a trial again instead of failing the problem).
 # memory_admission=reference: a judgement takes its problem's estimate, not 32 GB (level 2's median trial is
 # 0.2 GB: 3 judgements at once became as many as compile_workers)
-PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO limited "$left" python3 -m flows.cli eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
+PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO limited "$left" python3 -m flows.cli --debug eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
   --level 1 --level 2 -c "$CONFIG" --set home="$KD_HOME" --set evaluate.max_turns=$turns \
   --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=16 --set verifier.stored_trials_gb=${KB_STORED_GB:-40} \
   --set verifier.compare_torch_compile=true --set verifier.memory_admission=reference 2>&1 | tee "$OUT/kb.log" || rc=$?   # the whole log comes back
