@@ -1,6 +1,7 @@
 """The whole DAG end to end through Prefect, DuckDB and MLflow, then single-stage re-runs."""
 
 import importlib.util
+import json
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -214,6 +215,36 @@ def test_evaluate_takes_any_policy_stage_and_nothing_else(demo):
     with pytest.raises(WarehouseError, match="is a 'distill' run, expected a 'sft' or 'rft' or 'warmup_rl' or "
                                              "'leap_rl' run"):
         stage(name="evaluate", from_run=runs["distill"], overrides=overrides)
+
+
+def test_an_evaluation_run_again_replays_its_policys_samples_from_the_warehouse(demo):
+    """A KernelBench evaluation cut short on one GPU box and run again on another (an H100, then an H200) sampled
+    its policy afresh, and bfloat16 on another GPU model need not pick the same tokens: other candidates, judged
+    again. A stage run's policy never changes, so its generate calls are recorded and replayed exactly."""
+    import duckdb
+
+    runs, _, overrides, wh = demo
+    first = stage(name="evaluate", from_run=runs["rft"], overrides=overrides)  # the demo evaluated sft, not rft
+    assert wh.summary(first)["generate_calls_replayed"] == 0
+    again = stage(name="evaluate", from_run=runs["rft"], overrides=overrides)
+    turns = max(r["turn"] for r in wh.eval_rows(first))
+    assert wh.summary(again)["generate_calls_replayed"] == turns  # every turn's call: nothing sampled again
+    assert [(r["problem_id"], r["sample"], r["turn"], r["candidate_id"]) for r in wh.eval_rows(again)] == \
+        [(r["problem_id"], r["sample"], r["turn"], r["candidate_id"]) for r in wh.eval_rows(first)]
+    # what is replayed is the record itself: samples altered there are the candidates judged
+    policy = f"rft:{runs['rft']}"
+    with duckdb.connect(str(wh.path)) as con:
+        for key, kept in con.execute("SELECT call_key, generations FROM policy_generations WHERE policy = ?",
+                                     [policy]).fetchall():
+            altered = [{**g, "text": "```python\n# altered in the record: no ModelNew\n```"} for g in json.loads(kept)]
+            con.execute("UPDATE policy_generations SET generations = ? WHERE policy = ? AND call_key = ?",
+                        [json.dumps(altered), policy, key])
+    replayed = stage(name="evaluate", from_run=runs["rft"], overrides=overrides)
+    first_turn = lambda run: {(r["problem_id"], r["sample"]): r for r in wh.eval_rows(run) if r["turn"] == 1}
+    assert set(first_turn(replayed)) == set(first_turn(first))
+    assert all(first_turn(replayed)[k]["candidate_id"] != first_turn(first)[k]["candidate_id"]
+               for k in first_turn(first))
+    assert all(not r["passed"] for r in first_turn(replayed).values())
 
 
 KERNELBENCH_PROBLEM = """

@@ -9,6 +9,8 @@ log-probability (MirrorPop compares it with the trainer's).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -99,6 +101,44 @@ class HFRolloutEngine:
             # took all 139 GiB of an H200 after a 512-sample batch and the next reference ran out of memory
             torch.cuda.empty_cache()
         return results
+
+
+def generation_call_key(contexts: Sequence[list[int]], config: GenerationConfig, seed: int) -> str:
+    """What a generate call's samples depend on, besides the weights: its contexts (their order and batching
+    too: a batch's samples share one random stream), the sampling settings, the seed."""
+    payload = json.dumps([[list(c) for c in contexts], config.model_dump(mode="json"), seed], separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+class RecordedEngine:
+    """A RolloutEngine for a fixed policy (one stage run's checkpoint) whose generate calls are recorded as they
+    are made (`record`), and answered from the record when made again (`recorded`): an evaluation cut short and
+    run again samples nothing it sampled before, and gets exactly the same samples — on another GPU model too,
+    whose bfloat16 arithmetic need not pick the same tokens (a KernelBench evaluation resumed on an H200 after an
+    H100 would otherwise judge other candidates). Log-probs are not recorded (an evaluation does not train)."""
+
+    def __init__(self, engine: RolloutEngine, recorded: Callable[[str], list[Generation] | None],
+                 record: Callable[[str, list[Generation]], None]):
+        self.engine = engine
+        self.tokenizer = engine.tokenizer
+        self._recorded, self._record = recorded, record
+        self.replayed_calls = 0
+
+    def generate(self, contexts: Sequence[list[int]], config: GenerationConfig, seed: int,
+                 on_batch: Callable[[int], None] | None = None) -> list[Generation]:
+        key = generation_call_key(contexts, config, seed)
+        kept = self._recorded(key)
+        if kept is not None and len(kept) == len(contexts):
+            self.replayed_calls += 1
+            if on_batch:
+                on_batch(len(contexts))
+            return kept
+        generations = self.engine.generate(contexts, config, seed, on_batch)
+        self._record(key, generations)
+        return generations
+
+    def sync_weights(self, model) -> None:
+        raise RuntimeError("a RecordedEngine samples a fixed policy: its weights do not change")
 
 
 def _load_weights_on_worker(worker, weights) -> None:

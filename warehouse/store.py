@@ -68,6 +68,10 @@ CREATE TABLE IF NOT EXISTS teacher_answers (
     teacher VARCHAR NOT NULL, version VARCHAR NOT NULL, backend VARCHAR NOT NULL, problem_id VARCHAR NOT NULL,
     answer VARCHAR NOT NULL, stage_run_id VARCHAR, PRIMARY KEY (teacher, version, backend, problem_id)
 );
+CREATE TABLE IF NOT EXISTS policy_generations (
+    policy VARCHAR NOT NULL, call_key VARCHAR NOT NULL, generations VARCHAR NOT NULL, stage_run_id VARCHAR,
+    PRIMARY KEY (policy, call_key)
+);
 CREATE TABLE IF NOT EXISTS eval_results (
     stage_run_id VARCHAR NOT NULL, problem_id VARCHAR NOT NULL, sample INTEGER NOT NULL, turn INTEGER NOT NULL,
     candidate_id VARCHAR, category VARCHAR, passed BOOLEAN, speedup DOUBLE,
@@ -348,6 +352,16 @@ class Warehouse:
                             answers: dict[str, str]) -> int:
         return self._insert("teacher_answers", [[teacher, version, backend, pid, answer, run_id]
                                                 for pid, answer in answers.items()])
+
+    def recorded_generations(self, policy: str, call_key: str) -> list[dict[str, Any]] | None:
+        """The samples a policy (`<stage>:<run>`, a fixed checkpoint) gave one generate call before (its contexts,
+        settings and seed: training.rollout.generation_call_key), in order; None where it was not made."""
+        rows = self._rows("SELECT generations FROM policy_generations WHERE policy = ? AND call_key = ?",
+                          [policy, call_key])
+        return json.loads(rows[0]["generations"]) if rows else None
+
+    def add_generations(self, run_id: str, policy: str, call_key: str, generations: list[dict[str, Any]]) -> int:
+        return self._insert("policy_generations", [[policy, call_key, json.dumps(generations), run_id]])
 
     def known_sizes(self, problem_ids: Iterable[str]) -> dict[str, dict[str, int]]:
         """The input, output and weight bytes some earlier run's analysis recorded for these problems (`measures`;
