@@ -59,7 +59,7 @@ def host_bytes(values: list[Any]) -> int:
     return nbytes_of([v for v in values if isinstance(v, torch.Tensor) and v.device.type == "cpu"])
 
 
-_being_written = 0  # bytes of stash files being written now, every stash of the process: not yet in disk_usage
+_being_written = 0  # bytes of stash files being written now, every stash of the process (whole until written)
 _being_written_lock = threading.Lock()
 
 
