@@ -103,8 +103,9 @@ def test_a_stash_entry_is_kept_on_disk_only_while_it_leaves_the_disk_its_reserve
     with pytest.raises(OSError) as refused:
         stash.append(one_mb, min_free_bytes=free + (1 << 30))
     assert refused.value.errno == errno.ENOSPC and "min_free_disk_gb" in str(refused.value)
-    assert list((tmp_path / "s").glob("*")) == []
+    assert list((tmp_path / "s").glob("*")) == [] and len(stash) == 0  # its index taken back
     kept = stash.append(one_mb, min_free_bytes=1 << 30)  # leaves GBs free: kept
+    assert kept == 0
     assert torch.equal(stash.get(kept)[0], one_mb[0])
     # another entry being written now (all but 2 GB of what is free): 1 MB more would leave less than 3 GB
     with disk_room(tmp_path, shutil.disk_usage(tmp_path).free - (2 << 30), 1):
@@ -113,6 +114,31 @@ def test_a_stash_entry_is_kept_on_disk_only_while_it_leaves_the_disk_its_reserve
     assert torch.equal(stash.get(stash.append(one_mb, min_free_bytes=3 << 30))[0], one_mb[0])  # written: room again
     assert stash.spilled == 2
     stash.close()
+
+
+def test_a_judge_whose_disk_is_full_says_so_and_never_calls_the_reference_broken(tmp_path, monkeypatch):
+    """On the H200 a full disk made the timing inputs unwritable, which read as the reference's failure: the
+    problem went to be judged again alone, and failing there would have been left out of the evaluation as
+    broken. A write the judgement cannot do without fails as the machine's limit (JudgeDiskFull), with what to
+    change; the reference stays good. The disk is made full by its writes failing as a full disk's do (ENOSPC)."""
+    import errno
+
+    from schemas import load_config
+    from tests.kernels import candidate, problem
+    from verifier import stash
+    from verifier.pool import ReferenceBroken, judged
+
+    def full_disk(path, values, append=False):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.timing_runs=2"])
+    with Judge(cfg.verifier, tmp_path / "cache") as judge:
+        monkeypatch.setattr(stash, "write_tensors", full_disk)  # the timing sets: always files
+        with pytest.raises(stash.JudgeDiskFull, match="stored_trials_gb"):
+            judged(judge, problem(), candidate("correct"))
+        monkeypatch.undo()
+        verdict = judged(judge, problem(), candidate("correct"))  # room again: the same problem, judged
+    assert not isinstance(verdict, ReferenceBroken) and verdict.category.value == "pass"
 
 
 def test_a_stash_entry_the_disk_cannot_hold_leaves_no_half_file(tmp_path):

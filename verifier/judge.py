@@ -41,7 +41,8 @@ from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mi
 from verifier.isolation import Cgroups, host_memory_mb, remove_dead_judges_directories
 from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
                                 cpu_accounting, quote)
-from verifier.stash import STASH_MEMORY_BYTES, MemoryAllowance, TensorStash, digest, private_directory
+from verifier.stash import (STASH_MEMORY_BYTES, JudgeDiskFull, MemoryAllowance, TensorStash, digest,
+                            private_directory)
 from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, check_descriptions, describe, map_sealed,
                                nbytes_of, read_tensors, write_sealed)
 from verifier.timing import believed_seconds, copy_bandwidth, physical_floor_seconds
@@ -1083,10 +1084,12 @@ class Judge:
                 raise ReferenceError(f"problem {problem.name or problem.id}: making the timing inputs failed: "
                                      f"{_reference_failure(msg, box)}")
             try:
-                sets.append(_handed_over(box, msg[1], self.config.memory_limit_mb << 20))
+                values = _handed_over(box, msg[1], self.config.memory_limit_mb << 20)
             except (TamperedData, OSError) as exc:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc})") \
                     from exc
+            with _judges_disk():
+                sets.append(values)
 
     def _time_reference(self, problem: Problem, device_index: int, eager: _Baseline | None,
                         devices: Devices | None) -> _Baseline:
@@ -1133,13 +1136,15 @@ class Judge:
                     break
                 runs = wanted
             device = f"cuda:{device_index}" if self.device == "cuda" else "cpu"
-            try:
-                checked_entries = {} if compiled else {
-                    i: expected.append([for_comparison(t, device) for t in result.output(k)])
-                    for k, i in enumerate(checked)}
-            except (TamperedData, OSError) as exc:
-                raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timed outputs ({exc})") \
-                    from exc
+            checked_entries = {}
+            for k, i in enumerate([] if compiled else checked):
+                try:
+                    outputs = [for_comparison(t, device) for t in result.output(k)]
+                except (TamperedData, OSError) as exc:
+                    raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timed outputs ({exc})") \
+                        from exc
+                with _judges_disk():
+                    checked_entries[i] = expected.append(outputs)
             return _Baseline(result.claimed, harness, result.window, runs,
                              sets=sets, expected=expected, checked=checked_entries,
                              input_bytes=reference.input_bytes, output_bytes=reference.output_bytes,
@@ -1765,6 +1770,18 @@ def _a_neighbour_can_cause(outcome: _Outcome) -> bool:
 # reply's shape are passed, what still fails there is its doing and its verdict (harness-tampering), never an
 # exception that would end the stage. Not ReferenceError, SandboxStarved or out-of-memory: those mean other things.
 SANDBOX_READ_ERRORS = (IndexError, TypeError, AttributeError, KeyError, RecursionError)
+
+
+@contextmanager
+def _judges_disk() -> Iterator[None]:
+    """A write to the judge's own disk that the judgement cannot do without: failing, the machine's limit
+    (JudgeDiskFull, which ends the stage with one clear line), never the reference's failure — a full disk once
+    sent problems to be judged again alone and could have left them out as broken."""
+    try:
+        yield
+    except OSError as exc:
+        raise JudgeDiskFull(f"the judge's disk is full ({exc}): free some of it, or keep fewer reference trials "
+                            "there (lower verifier.stored_trials_gb, raise verifier.min_free_disk_gb)") from exc
 
 
 @contextmanager

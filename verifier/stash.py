@@ -63,18 +63,20 @@ _being_written = 0  # bytes of stash files being written now, every stash of the
 _being_written_lock = threading.Lock()
 
 
+class JudgeDiskFull(RuntimeError):
+    """A file the judge cannot do without (a timing set, a checked output) could not be written: its own disk
+    is full — the machine's limit, never the problem's (its reference is not broken) nor the candidate's."""
+
+
 @contextmanager
 def disk_room(directory: Path, nbytes: int, min_free_bytes: int) -> Iterator[None]:
     """Room for a file of `nbytes` in `directory` that leaves `min_free_bytes` of its disk free, counting the
     files this process is writing meanwhile (several full-size trials at once), held while the body writes it;
-    OSError (ENOSPC) where there is none. `min_free_bytes` 0: no check."""
+    OSError (ENOSPC) where there is none. `min_free_bytes` 0: no check (the file is still counted)."""
     global _being_written
-    if min_free_bytes <= 0:
-        yield
-        return
     with _being_written_lock:
-        free = shutil.disk_usage(directory).free - _being_written
-        if free - nbytes < min_free_bytes:
+        free = shutil.disk_usage(directory).free - _being_written if min_free_bytes > 0 else 0
+        if min_free_bytes > 0 and free - nbytes < min_free_bytes:
             raise OSError(errno.ENOSPC, f"keeping {nbytes / 1e9:.2f} GB would leave {max(0, free - nbytes) / 1e9:.1f} "
                           f"GB of the judge's disk free, below its {min_free_bytes / 1e9:.1f} GB (min_free_disk_gb)")
         _being_written += nbytes
@@ -142,6 +144,7 @@ class TensorStash:
                 with self._lock:
                     self._bytes_in_memory -= size
                     self._host_bytes_taken -= host
+                    self._unused(index)
                 if self._allowance is not None:
                     self._allowance.give(host)
                 raise
@@ -151,16 +154,25 @@ class TensorStash:
         with self._lock:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             path = self.directory / f"{next(self._ids)}.bin"
-        with disk_room(self.directory, size, min_free_bytes):
-            try:
+        try:
+            with disk_room(self.directory, size, min_free_bytes):
                 metas = write_tensors(path, values)  # device tensors go through one small host buffer
-            except BaseException:  # a disk that filled mid-write (ENOSPC, EFBIG) keeps no half entry
-                path.unlink(missing_ok=True)
-                raise
+        except BaseException:  # a disk that filled mid-write (ENOSPC, EFBIG) keeps no half entry
+            path.unlink(missing_ok=True)
+            with self._lock:
+                self._unused(index)
+            raise
         os.chmod(path, 0o400)  # nobody writes it again (a sandbox handed it reads it only, and runs as another uid)
         with self._lock:
             self._on_disk[index] = (path, metas, size)
         return index
+
+    def _unused(self, index: int) -> None:
+        """Entry `index` was refused (under _lock): the last one given is taken back, so that the stash's length
+        still counts its entries — timing sets are numbered by it (set i for timed call i), and a set refused by
+        a full disk once left the next judgement asking for set 0, which was never written."""
+        if self._count == index + 1:
+            self._count = index
 
     def get(self, index: int) -> list[Any]:
         """Entry `index`: the kept list itself when in memory, a fresh copy read from disk otherwise."""
