@@ -75,10 +75,11 @@ def disk_room(directory: Path, nbytes: int, min_free_bytes: int) -> Iterator[Non
     OSError (ENOSPC) where there is none. `min_free_bytes` 0: no check (the file is still counted)."""
     global _being_written
     with _being_written_lock:
-        free = shutil.disk_usage(directory).free - _being_written if min_free_bytes > 0 else 0
-        if min_free_bytes > 0 and free - nbytes < min_free_bytes:
-            raise OSError(errno.ENOSPC, f"keeping {nbytes / 1e9:.2f} GB would leave {max(0, free - nbytes) / 1e9:.1f} "
-                          f"GB of the judge's disk free, below its {min_free_bytes / 1e9:.1f} GB (min_free_disk_gb)")
+        if min_free_bytes > 0:
+            left = shutil.disk_usage(directory).free - _being_written - nbytes
+            if left < min_free_bytes:
+                raise OSError(errno.ENOSPC, f"keeping {nbytes / 1e9:.2f} GB would leave {max(0, left) / 1e9:.1f} GB "
+                              f"of the judge's disk free, below its {min_free_bytes / 1e9:.1f} GB (min_free_disk_gb)")
         _being_written += nbytes
     try:
         yield
