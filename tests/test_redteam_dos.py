@@ -385,3 +385,41 @@ def test_a_sandbox_that_stops_reading_its_channel_gets_a_verdict_not_a_broken_pi
             with pytest.raises(ReferenceError, match="shut_reference"):
                 judge.check_reference(shut)
     assert sandbox_processes() == []
+
+
+GROWING_TIMING_INPUTS = REFERENCE.replace(  # its outputs stay the trials' size: only the inputs grow
+    "return torch.sigmoid(x) * self.w", "return torch.sigmoid(x[:4]) * self.w").replace(
+    "def get_inputs():\n    return [torch.randn(4, 8)]", '''def get_inputs():
+    import sys
+    frame, timing = sys._getframe(1), False
+    while frame is not None:  # the harness's own frames say which message it serves
+        timing = timing or frame.f_locals.get("kind") == "timing_set"
+        frame = frame.f_back
+    return [torch.randn(1 << 20, 8) if timing else torch.randn(4, 8)]''')
+
+
+def test_a_reference_whose_timing_inputs_outgrow_its_trials_loses_its_problem(tmp_path):
+    """A timing set comes from the same get_inputs as the trials, and the judge writes each to its own disk:
+    a reference that tells the two apart (here by reading the harness's frames) and makes its timing inputs
+    far larger than its trials' (32 MiB against 128 bytes, its outputs the same; at full size, gigabytes a set,
+    each accepted up to verifier.memory_limit_mb) could fill the
+    judge's disk and end the stage (JudgeDiskFull). Each set is bounded by the trials' own inputs: beyond, the
+    reference's failure (ReferenceError: its problem is left out), with no set of it kept."""
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.trials=2",
+                             "verifier.run_timeout_s=20", "verifier.timed=true",
+                             "verifier.compare_torch_compile=false"]).verifier
+    assert "randn(1 << 20, 8) if timing" in GROWING_TIMING_INPUTS and "sigmoid(x[:4])" in GROWING_TIMING_INPUTS
+    growing = Problem(id=Problem.make_id(GROWING_TIMING_INPUTS), source="test", reference=GROWING_TIMING_INPUTS,
+                      name="growing_timing_inputs")
+    source = good()
+    entrant = Candidate(id=Candidate.make_id(growing.id, source, "cpu"), problem_id=growing.id, source=source,
+                        origin="good")
+    with Judge(cfg, tmp_path / "cache") as judge:
+        with pytest.raises(ReferenceError, match="growing_timing_inputs: unreadable timing inputs .*at most"):
+            judge.verify(growing, entrant)
+        # the same judge times an honest problem as before: the bound is the hostile reference's alone
+        verdict = judge.verify(problem(), candidate("good", good()))
+        assert verdict.category == V.passed and verdict.speedup_vs_eager is not None, verdict.detail
+    leftovers = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and p.stat().st_size > 1 << 20]
+    assert leftovers == [], leftovers
+    assert sandbox_processes() == []

@@ -55,6 +55,10 @@ MIN_TIMING_WINDOW_S = 0.02  # timed calls together last at least this long, so t
 MAX_TIMING_RUNS = 100
 TIMING_SET_BYTES = 1 << 30  # the timed calls' own inputs together (one set per call: fewer calls if they are large)
 TIMING_OUTPUT_BYTES = 1 << 30  # the timed calls' outputs a sandbox keeps until the judge picks those it checks
+# a timing set comes from the same get_inputs as the trials: one far larger than the largest trial's inputs is the
+# reference's fault (refused: its problem is left out), never bytes the judge writes to its disk
+TIMING_SET_SLACK = 2
+TIMING_SET_MARGIN_BYTES = 1 << 20
 CHECKED_TIMED_CALLS = 4  # timed calls whose outputs the judge compares, drawn after the timing, unknowable ahead
 EXPECTED_ON_DEVICE_BYTES = 1 << 28  # an expected output larger than this is kept on the host and compared a slice
 # at a time on the device (compare_outputs): whole on the device, each judging thread held its outputs there
@@ -311,7 +315,7 @@ class _Reference:
     # the judge's clock (inputs, forward, outputs): the first pays a cold start (its CUDA context, lazy module loads)
     forward_seconds: float | None = None  # the slowest forward alone (same trials), by the reference sandbox's clock
     sets: TensorStash | None = None  # the timed calls' inputs (entry i: timed call i's), each a file of the judge's
-    input_bytes: int = 0  # of one call
+    input_bytes: int = 0  # of one call (the largest trial's)
     output_bytes: int = 0
     remake: Callable[[_Trial], list[Any]] | None = None  # a trial not kept: [*inputs, *expected], made again
     cold_start_seconds: float = 0.0  # how much longer the first trial took than `seconds`: a candidate's first
@@ -911,6 +915,7 @@ class Judge:
         forwards: list[float | None] = []
         stash = self._stash()
         stored_bytes = int(self.config.stored_trials_gb * 1e9)
+        input_bytes = output_bytes = 0
         try:
             trials = []
             for index in range(self.config.trials):
@@ -920,12 +925,13 @@ class Judge:
                 scales = trial_scales if index == 0 else [
                     None if a is None or b is None else max(a, b) for a, b in zip(scales, trial_scales)]
                 elapsed.append(time.perf_counter() - start)
-                input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
-                output_bytes = nbytes_of(expected)
+                trial_input_bytes = max(1, nbytes_of([x for x in inputs if isinstance(x, torch.Tensor)]))
+                trial_output_bytes = nbytes_of(expected)
+                input_bytes, output_bytes = max(input_bytes, trial_input_bytes), max(output_bytes, trial_output_bytes)
                 kept_from = time.perf_counter()
                 expected_digest = digest(expected)
                 entry, sample = None, None  # beyond stored_trials_gb: made again when needed, checked by a sample
-                if stash.nbytes + input_bytes + output_bytes <= stored_bytes:
+                if stash.nbytes + trial_input_bytes + trial_output_bytes <= stored_bytes:
                     try:
                         # views of the sandbox's memory file: copied where kept in memory (stash.append)
                         entry = stash.append([*inputs, *(for_comparison(t, device) for t in expected)], owned=False,
@@ -1074,9 +1080,14 @@ class Judge:
     def _timing_seeds(self, problem: Problem, count: int) -> list[int]:
         return [trial_seed(problem.id, TIMING_SEED_OFFSET + j, self.base_seed) for j in range(count)]
 
-    def _reference_sets(self, box: Sandbox, problem: Problem, count: int, sets: TensorStash) -> None:
+    def _reference_sets(self, box: Sandbox, problem: Problem, count: int, sets: TensorStash,
+                        trial_input_bytes: int) -> None:
         """Input sets len(sets)..count-1 (timed call i gets set i), made by the reference's get_inputs under
-        the judge's seeds, one at a time, each written to a file of the judge's."""
+        the judge's seeds, one at a time, each written to a file of the judge's. Each is bounded by the trials'
+        own inputs (TIMING_SET_SLACK of the largest): a reference whose timing inputs outgrow its trials' (a
+        get_inputs that tells the two apart) loses its problem instead of filling the judge's disk."""
+        most_bytes = min(self.config.memory_limit_mb << 20,
+                         TIMING_SET_SLACK * trial_input_bytes + TIMING_SET_MARGIN_BYTES)
         for seed in self._timing_seeds(problem, count)[len(sets):]:
             box.send(("timing_set", seed))
             msg = box.receive(self.config.run_timeout_s)
@@ -1084,10 +1095,11 @@ class Judge:
                 raise ReferenceError(f"problem {problem.name or problem.id}: making the timing inputs failed: "
                                      f"{_reference_failure(msg, box)}")
             try:
-                values = _handed_over(box, msg[1], self.config.memory_limit_mb << 20)
+                values = _handed_over(box, msg[1], most_bytes)
             except (TamperedData, OSError) as exc:
-                raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc})") \
-                    from exc
+                raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc}; "
+                                     f"a timing set may hold at most {most_bytes} bytes: {TIMING_SET_SLACK}x its "
+                                     f"largest trial's inputs)") from exc
             with _judges_disk():
                 sets.append(values)
 
@@ -1118,7 +1130,7 @@ class Judge:
             for attempt in range(2):
                 if not compiled:  # made here (drawn on the device), before the device is taken alone
                     with on_device(device_index):
-                        self._reference_sets(box, problem, runs, sets)
+                        self._reference_sets(box, problem, runs, sets, reference.input_bytes)
                 checked = [] if compiled else random.SystemRandom().sample(range(runs), min(runs, CHECKED_TIMED_CALLS))
                 with self._timed_alone(devices, device_index, box):
                     box.send(("time", last, cfg.timing_warmup, runs, compiled))
