@@ -1227,3 +1227,26 @@ def test_a_candidate_that_cannot_build_is_judged_without_running_its_reference(v
             whole.verify(broken, for_broken(cpp_error))
     finally:
         whole.close()
+
+
+def test_a_candidate_that_hangs_while_constructed_alone_pays_its_limit_once(verifier_cache):
+    """verifier.build_first: a ModelNew whose __init__ never returns times out in its first look. A timeout is
+    a failure a neighbour can cause (the CPUs or the GPU shared), so it went on to the whole judgement — its
+    reference's trials (10-60 s at full size), then the same hang and the same limit again. Judged with no other
+    judgement beside it, the look's timeout is its own verdict: here the problem's reference raises in its
+    forward, so a judgement that went on would end in ReferenceError instead; the verdict comes within about one
+    limit, and no trial of the reference ran."""
+    broken_source = REFERENCE.replace("return torch.sigmoid(x) * self.w", "raise RuntimeError('reference broken')")
+    broken = Problem(id=Problem.make_id(broken_source), source="test", reference=broken_source, name="broken")
+    hanging = good().replace("super().__init__()", "super().__init__()\n        while True:\n            pass")
+    assert hanging.count("while True:") == 1
+    entrant = Candidate(id=Candidate.make_id(broken.id, hanging, "cpu"), problem_id=broken.id, source=hanging)
+    cfg = load_config(None, ["verifier.run_timeout_s=3", "verifier.use_cache=false", "verifier.trials=2",
+                             "verifier.memory_limit_mb=4096"]).verifier
+    with Judge(cfg, verifier_cache) as judge:
+        started = time.monotonic()
+        v = judge.verify(broken, entrant)
+        took = time.monotonic() - started
+        assert v.category == V.timeout and "constructing ModelNew" in v.detail, v.detail
+        assert "reference" not in v.phases and not judge.reference_ran(broken.id), v.phases
+        assert took < 2 * cfg.run_timeout_s + 5, took

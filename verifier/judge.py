@@ -740,13 +740,17 @@ class Judge:
         constructing — the same verdict the whole judgement would give, which does the same before any trial;
         None otherwise: it is ready (judged in full next, its builds cached), or it failed as a neighbour or the
         small sandbox could make it fail (a timeout, out of memory, killed at the sandbox's cap), or its
-        reference would not even load: the whole judgement decides, with its own remedies."""
+        reference would not even load: the whole judgement decides, with its own remedies. A failure a neighbour
+        could cause (a load that hangs past its limit, a neighbour-like runtime error) is its own where no other
+        judgement ran beside the look, as in the whole judgement: a module that hangs at load paid its limit
+        twice, the second time after its reference's trials (10-60 s at full size)."""
         if not self.config.build_first or self._reference_at_hand(problem.id, device_index):
             return None
         gpu_mb = min(self.judgement_gpu_mb(problem, device_index), construction_gpu_mb(problem))
         outcome = None
         with self.sandboxes.reserve(memory_mb=min(LOAD_FIRST_MEMORY_MB, self.config.memory_limit_mb),
-                                    gpu_mb=gpu_mb, device_index=device_index), doing("loading the candidate first"):
+                                    gpu_mb=gpu_mb, device_index=device_index) as reservation, \
+                doing("loading the candidate first"):
             init_inputs = self._init_inputs(problem, devices, device_index)
             if init_inputs is not None:
                 box = self.sandboxes.take_run_sandbox(device_index)
@@ -768,8 +772,8 @@ class Judge:
                     if loading.runner is not None:
                         loading.runner.close()
         if isinstance(outcome, _Outcome) and outcome.category in (
-                VerdictCategory.compile_error, VerdictCategory.illegal, VerdictCategory.runtime_error) \
-                and not _a_neighbour_can_cause(outcome):
+                VerdictCategory.compile_error, VerdictCategory.illegal, VerdictCategory.runtime_error,
+                VerdictCategory.timeout) and not (reservation.accompanied and _a_neighbour_can_cause(outcome)):
             phases.mark("build")
             phases.build_fallbacks.extend(loading.fallbacks)
             return outcome
