@@ -69,8 +69,10 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
     from the warmup run, then its evaluation. With `state_path` ({"warmup": id, "runs": {"method@seed":
     {"leap_rl": id, "evaluate": id}}}) finished steps are skipped and each new one is recorded as it ends; no
     step starts after `deadline_s`, nor a training whose budget cannot end before `limit_s`."""
-    from benchmarks.stage_chain import RL_START_AND_SAVE_S
+    from benchmarks.stage_chain import RL_START_AND_SAVE_S, has_policy
     from flows.stages import stage
+    from tasks.common import Home
+    from warehouse.store import Warehouse
 
     started = time.perf_counter()
     state = json.loads(state_path.read_text()) if state_path is not None and state_path.exists() else {}
@@ -84,12 +86,19 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
         if state_path is not None:
             state_path.write_text(json.dumps(state, indent=1))
 
+    warehouse = Warehouse(Home.of(config).warehouse_path)
+    # a training whose evaluation has not run and whose policy this machine no longer has (a lent box taken back
+    # between the two keeps the records that came home, not the policy) is trained again, not evaluated
+    for key, done in state["runs"].items():
+        if "evaluate" not in done and "leap_rl" in done and not has_policy(warehouse, done["leap_rl"]):
+            print(f"[leap_ablation] {key}: the policy of {done.pop('leap_rl')} is not on this machine: trained "
+                  "again", flush=True)
     save()
     pairs = [(method, seed) for seed in seeds for method in methods]
     for method, seed in pairs:
         done = state["runs"].get(f"{method}@{seed}", {})
         overrides = method_overrides(sets, method, seed, seconds, max_steps)
-        for step, upstream in (("leap_rl", warmup), ("evaluate", done.get("leap_rl"))):
+        for step in ("leap_rl", "evaluate"):
             if step in done:
                 continue
             used = time.perf_counter() - started
@@ -99,6 +108,11 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
                       "next invocation", flush=True)
                 save()
                 return warmup, _finished(state, pairs), False
+            if step == "leap_rl" and not has_policy(warehouse, warmup):
+                raise ConfigError(f"the policy of {warmup}, which every method starts from, is not on this machine:"
+                                  " unpack its parcel into the home (python -m benchmarks.policy_parcel unpack) or "
+                                  "train it again")
+            upstream = warmup if step == "leap_rl" else done["leap_rl"]
             done[step] = stage(name=step, from_run=upstream, config_path=config_path, overrides=overrides)
             state["runs"][f"{method}@{seed}"] = done
             save()

@@ -75,7 +75,7 @@ def forget_lost_policies(steps: list[str], state: dict[str, str], warehouse) -> 
     while True:
         needed = [step_parts(s)[1] for s in steps if s not in state]
         lost = next((u for u in steps if u in needed and u in state and u in POLICY_STAGES
-                     and not _has_policy(warehouse, state[u])), None)
+                     and not has_policy(warehouse, state[u])), None)
         if lost is None:
             return sorted(forgotten, key=steps.index)
         for step in steps[steps.index(lost):]:
@@ -83,7 +83,8 @@ def forget_lost_policies(steps: list[str], state: dict[str, str], warehouse) -> 
                 forgotten.append(step)
 
 
-def _has_policy(warehouse, run_id: str) -> bool:
+def has_policy(warehouse, run_id: str) -> bool:
+    """Whether the policy run `run_id` recorded is on this machine."""
     from warehouse.store import WarehouseError
 
     try:

@@ -384,6 +384,19 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     client = MlflowClient(default_tracking_uri(tmp_path))
     assert client.search_runs([e.experiment_id for e in client.search_experiments()],
                               "tags.`kerneldojo.benchmark` = 'leap_ablation'")
+    # a box taken back between an arm's training and its evaluation: the records came home, not the policy —
+    # the arm is trained again, never evaluated from a folder this machine lacks
+    lost = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99})
+    state.write_text(json.dumps({"warmup": warmup, "runs": {**runs, "full@0": {"leap_rl": lost}}}))
+    main([*common, "--methods", "leap", "grpo", "full", "--limit", "300"])
+    printed = capsys.readouterr().out
+    assert f"full@0: the policy of {lost} is not on this machine: trained again" in printed
+    assert "full (seed 0) leap_rl and after wait for the next invocation" in printed
+    assert json.loads(state.read_text())["runs"]["full@0"] == {}
+    assert len(warehouse.stage_runs()) == 6  # no evaluation of the lost policy started
+    # ... and a training that would start from a warmup whose policy is not here says so, once
+    with pytest.raises(SystemExit, match=f"the policy of {warmup}, which every method starts from"):
+        main([*common, "--methods", "full", "--limit", "10000"])
     with pytest.raises(SystemExit):  # stopping part way without a state would lose what was done
         main(["--set", f"home={tmp_path}", "--seconds", "300", "--limit", "100"])
     with pytest.raises(SystemExit, match="holds an ablation from"):  # one state file, one warmup run
