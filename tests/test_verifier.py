@@ -12,7 +12,7 @@ import os
 
 from tests.kernels import FORGED_MARKER, RED_TEAM, REFERENCE, candidate, good, problem, with_forward
 from verifier.judge import Judge, map_native_line
-from verifier.pool import LocalVerifierPool
+from verifier.pool import LocalVerifierPool, timing_device_name
 from verifier.reward import correctness_first_reward
 
 TRIALS = 5
@@ -456,6 +456,14 @@ def test_a_timed_verdict_answers_only_on_the_device_model_it_was_timed_on(tmp_pa
         assert reused.cached and reused.detail == "kept before keys named devices"
     with LocalVerifierPool(cfg.model_copy(update={"timed": False}), tmp_path) as pool:
         assert pool.timing_device() is None  # correctness alone: any device's answer
+
+
+def test_a_pool_of_mixed_gpu_models_keys_its_timed_verdicts_by_the_mix():
+    """A pool of two H100s times as an H100; one of an H100 and an H200 times on either, so its verdicts are kept
+    under the mix, never under one model (where a pool of that model alone would take them for its own)."""
+    assert timing_device_name(["NVIDIA H100", "NVIDIA H100"]) == "NVIDIA H100"
+    assert timing_device_name(["NVIDIA H200", "NVIDIA H100", "NVIDIA H200"]) == "NVIDIA H100+NVIDIA H200"
+    assert timing_device_name(["NVIDIA H100", "NVIDIA H200"]) == timing_device_name(["NVIDIA H200", "NVIDIA H100"])
 
 
 def test_a_batch_is_judged_and_checked_smallest_problem_first(tmp_path):

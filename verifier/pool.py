@@ -382,7 +382,9 @@ class LocalVerifierPool(VerifierPool):
         return self.judge.reference_ran(problem_id)
 
     def timing_device(self) -> str | None:
-        return self.judge.device_name(self.devices.indices[0]) if self.config.timed else None
+        if not self.config.timed:
+            return None
+        return timing_device_name(self.judge.device_name(index) for index in self.devices.indices)
 
     def _reference_errors(self, problems: list[Problem], keep: bool) -> Iterator[tuple[str, str | None]]:
         # as each ends, not in order: a progress bar held by one slow check would say nothing of the rest
@@ -401,6 +403,13 @@ class LocalVerifierPool(VerifierPool):
     def stop(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)  # what has not started never will
         self.judge.abort()  # what has: its sandboxes die and its waits for memory end, so each returns at once
+
+
+def timing_device_name(models: Iterable[str]) -> str:
+    """The name that keys a pool's timed verdicts: its GPUs' model, or every model of a mixed pool joined by "+"
+    (a verdict timed on any one of its GPUs is then reused only by a pool of the same mix, never taken for one
+    model's timing)."""
+    return "+".join(sorted(set(models)))
 
 
 def in_completion_order(futures: list[Future]) -> Iterator[Future]:
