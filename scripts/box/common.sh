@@ -54,6 +54,13 @@ fi
 # beside the home's ~4 MB within a call's 64 MiB); copy them to .kerneldojo/gpu/parcels/ here, and carry that folder
 # in a later call of a session whose box has the site already (55 MB + the tracked tree fit 64 MiB, the site not):
 # each parcel is unpacked into its run's policy folder unless the home has one.
+# A parcel (55 MB) and the tracked tree (12 MB) no longer fit one call's 64 MiB: carry its first parts as
+# `.kerneldojo/gpu/parcels-a` in one call (an ignored folder a warm box keeps), the rest as `.kerneldojo/gpu/parcels`
+# in the next; the parts of every parcels-* folder join parcels/ here (sha256-checked when unpacked).
+for folder in .kerneldojo/gpu/parcels-*/; do
+  [ -d "$folder" ] || continue
+  mkdir -p .kerneldojo/gpu/parcels && cp -n "$folder"* .kerneldojo/gpu/parcels/ 2>/dev/null || true
+done
 for manifest in .kerneldojo/gpu/parcels/*.parcel.json; do
   [ -e "$manifest" ] || continue
   run=$(basename "$manifest" .parcel.json)
