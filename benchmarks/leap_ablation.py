@@ -20,6 +20,10 @@ limit); the table and the comparison run come when every method and seed is done
     python -m benchmarks.leap_ablation --config configs/mini.yaml --from-run warmup_rl-1a2b3c4d5e --seconds 120 \
         --seeds 0 --state ablation.json --deadline 300 --limit 540     # again, until it prints the table
 
+Each arm's training judges its rollouts with a verifier cache of its own, empty when it starts (the arms of a seed
+sample the same first kernels: with one cache, a later arm bought steps with an earlier arm's verdicts), and each
+seed trains the methods in an order rotated by one, so no method is always the first on a fresh machine.
+
 LEAP's claims to test: at equal wall time, LEAP's first-turn accuracy >= GRPO-MT's, and DCP spends fewer verifier
 calls than Full. The table says what the miniature says, whichever way it goes.
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -56,9 +61,33 @@ def warmup_run(config, config_path: str | None, sets: list[str], given: str | No
     return run
 
 
+# The state's mark that its arms trained with verifier caches of their own (below); a state without it is from
+# before, when a later arm reused an earlier one's verdicts and builds of the same rollouts
+ARM_CACHES = "per arm"
+
+
 def method_overrides(sets: list[str], method: str, seed: int, seconds: float, max_steps: int) -> list[str]:
     return [*sets, f"seed={seed}", f"leap_rl.preset={method}", f"leap_rl.time_budget_s={seconds}",
             f"leap_rl.steps={max_steps}"]
+
+
+def arm_verifier_cache(config, method: str, seed: int) -> Path:
+    """The verifier cache an arm's training judges with, made empty before it trains and removed after: every
+    arm pays for judging its own rollouts. The arms of a seed start from one policy with one seed, so their first
+    steps sample the same kernels; with the home's cache the second arm took ~56 % of its verdicts (and every
+    build) from the first's and, at equal wall time, bought more steps with them (H100, 2026-12-06: GRPO judged 92
+    of its 208 verdicts after LEAP, whose first step took 59 s to GRPO's 11 s)."""
+    from tasks.common import Home
+
+    home_cache = Path(config.verifier.cache_dir or Home.of(config).cache / "verifier")
+    return home_cache.parent / "verifier-arms" / f"{method}@{seed}"
+
+
+def method_order(methods: list[str], position: int) -> list[str]:
+    """The methods in the order seed number `position` (0, 1, ...) trains them: rotated by one a seed, so no method
+    is always the first on a fresh machine (whose first training pays the process's and the GPU's warm-up)."""
+    shift = position % len(methods)
+    return methods[shift:] + methods[:shift]
 
 
 def run_methods(config, config_path: str | None, sets: list[str], warmup_given: str | None, methods: list[str],
@@ -79,8 +108,13 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
     if state.get("warmup") and warmup_given and state["warmup"] != warmup_given:
         raise ConfigError(f"{state_path} holds an ablation from {state['warmup']}, not {warmup_given}: give "
                           "another --state")
+    if state.get("runs") and state.get("verifier_cache") != ARM_CACHES:
+        raise ConfigError(f"{state_path} holds arms trained with one verifier cache between them (a later arm "
+                          "reused an earlier one's verdicts of the same rollouts, and bought steps with them): give "
+                          "another --state, or keep only arms that judged their own rollouts and add "
+                          f'"verifier_cache": "{ARM_CACHES}" to it')
     warmup = state.get("warmup") or warmup_run(config, config_path, sets, warmup_given)
-    state = {"warmup": warmup, "runs": state.get("runs", {})}
+    state = {"warmup": warmup, "verifier_cache": ARM_CACHES, "runs": state.get("runs", {})}
 
     def save() -> None:
         if state_path is not None:
@@ -94,10 +128,11 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
             print(f"[leap_ablation] {key}: the policy of {done.pop('leap_rl')} is not on this machine: trained "
                   "again", flush=True)
     save()
-    pairs = [(method, seed) for seed in seeds for method in methods]
+    pairs = [(method, seed) for position, seed in enumerate(seeds) for method in method_order(methods, position)]
     for method, seed in pairs:
         done = state["runs"].get(f"{method}@{seed}", {})
         overrides = method_overrides(sets, method, seed, seconds, max_steps)
+        arm_cache = arm_verifier_cache(config, method, seed)
         for step in ("leap_rl", "evaluate"):
             if step in done:
                 continue
@@ -113,7 +148,15 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
                                   " unpack its parcel into the home (python -m benchmarks.policy_parcel unpack) or "
                                   "train it again")
             upstream = warmup if step == "leap_rl" else done["leap_rl"]
-            done[step] = stage(name=step, from_run=upstream, config_path=config_path, overrides=overrides)
+            if step == "leap_rl":  # judged cold, with a cache of its own (the evaluation: the home's, untimed)
+                shutil.rmtree(arm_cache, ignore_errors=True)
+                try:
+                    done[step] = stage(name=step, from_run=upstream, config_path=config_path,
+                                       overrides=[*overrides, f"verifier.cache_dir={arm_cache}"])
+                finally:
+                    shutil.rmtree(arm_cache, ignore_errors=True)
+            else:
+                done[step] = stage(name=step, from_run=upstream, config_path=config_path, overrides=overrides)
             state["runs"][f"{method}@{seed}"] = done
             save()
             print(f"[leap_ablation] {method} (seed {seed}) {step}: {done[step]}", flush=True)

@@ -365,16 +365,22 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
              if (p, t) in passes else "wrong_output", "passed": (p, t) in passes, "speedup": None}
             for p in ("p1", "p2") for t in (1, 2) if not (p == "p1" and t == 2 and method == "leap")])
     state = tmp_path / "ablation.json"
-    state.write_text(json.dumps({"warmup": warmup, "runs": {"leap@0": runs["leap@0"]}}))
+    state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": {"leap@0": runs["leap@0"]}}))
     common = ["--set", f"home={tmp_path}", "--from-run", warmup, "--seconds", "300", "--seeds", "0",
               "--state", str(state)]
+    # a state from before each arm judged with a cache of its own: its later arms bought steps with earlier verdicts
+    shared = json.loads(state.read_text())
+    state.write_text(json.dumps({k: v for k, v in shared.items() if k != "verifier_cache"}))
+    with pytest.raises(SystemExit, match="trained with one verifier cache between them"):
+        main([*common, "--methods", "leap", "grpo", "--limit", "300"])
+    state.write_text(json.dumps(shared))
     main([*common, "--methods", "leap", "grpo", "--limit", "300"])  # grpo's 300 s cannot end within 300 s
     printed = capsys.readouterr().out
     assert "grpo (seed 0) leap_rl and after wait for the next invocation" in printed
     assert "1 of 2 methods and seeds done" in printed and "| leap | 0.500 | 0.750 | 4.0 |" in printed
     assert len(warehouse.stage_runs()) == 5  # nothing started
     assert list(json.loads(state.read_text())["runs"]) == ["leap@0"]
-    state.write_text(json.dumps({"warmup": warmup, "runs": runs}))  # grpo finished by another command
+    state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": runs}))  # grpo finished by another command
     main([*common, "--methods", "leap", "grpo", "--limit", "300"])
     printed = capsys.readouterr().out
     assert "| grpo | 0.250 | 0.500 |" in printed and "MLflow run" in printed
@@ -387,7 +393,7 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     # a box taken back between an arm's training and its evaluation: the records came home, not the policy —
     # the arm is trained again, never evaluated from a folder this machine lacks
     lost = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99})
-    state.write_text(json.dumps({"warmup": warmup, "runs": {**runs, "full@0": {"leap_rl": lost}}}))
+    state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": {**runs, "full@0": {"leap_rl": lost}}}))
     main([*common, "--methods", "leap", "grpo", "full", "--limit", "300"])
     printed = capsys.readouterr().out
     assert f"full@0: the policy of {lost} is not on this machine: trained again" in printed

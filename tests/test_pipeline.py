@@ -589,3 +589,32 @@ def test_a_verifier_rate_is_of_measured_seconds_never_of_an_instant(tmp_path):
         assert entry["verdicts"] == 11 and "per_second" not in entry
         ctx._note_throughput("verify step 2", [verdict] * 10, 2.0)
         assert entry["seconds"] == 2.0 and entry["per_second"] == pytest.approx(21 / 2.004, abs=0.01)
+
+
+def test_ablation_arms_each_judge_their_own_rollouts(demo, tmp_path):
+    """Methods are compared at equal wall time, and the arms of a seed sample the same first-step kernels: an arm
+    that took another's verdicts (and builds) of them from a shared cache bought steps with them (an H100 run:
+    GRPO judged 92 of its 208 verdicts after LEAP). Each arm's training judges with an empty cache of its own."""
+    from benchmarks.leap_ablation import arm_verifier_cache, method_order, run_methods
+
+    runs, _, overrides, wh = demo
+    sets = [*overrides, *RL_SMALL]
+    config = load_config(None, sets)
+    state = tmp_path / "ablation.json"
+    _, results, complete = run_methods(config, None, sets, runs["warmup_rl"], ["grpo", "grpo_mt"], [0], 600.0, 1,
+                                       state)
+    assert complete and [r["method"] for r in results] == ["grpo", "grpo_mt"]
+    assert json.loads(state.read_text())["verifier_cache"] == "per arm"
+
+    def first_turn(run_id):
+        candidates = {c.id: c for c in wh.candidates(run_id)}
+        return {candidates[v["candidate_id"]].source: v["cached"] for v in wh.verdict_rows(run_id)
+                if not candidates[v["candidate_id"]].turn}
+
+    first, second = (first_turn(r["leap_rl"]) for r in results)
+    shared = first.keys() & second.keys()
+    assert shared, "the arms sampled no kernel in common: nothing says whose verdicts the second one used"
+    assert not all(first[s] for s in shared)  # the first arm judged them (the demo's cache had grpo's verdicts)
+    assert {s: second[s] for s in shared} == {s: first[s] for s in shared}  # ... and so did the second, again
+    assert not any(arm_verifier_cache(config, m, 0).exists() for m in ("grpo", "grpo_mt"))
+    assert method_order(["leap", "grpo", "full"], 1) == ["grpo", "full", "leap"]
