@@ -67,8 +67,18 @@ ARM_CACHES = "per arm"
 
 
 def method_overrides(sets: list[str], method: str, seed: int, seconds: float, max_steps: int) -> list[str]:
-    return [*sets, f"seed={seed}", f"leap_rl.preset={method}", f"leap_rl.time_budget_s={seconds}",
-            f"leap_rl.steps={max_steps}"]
+    """The arm's config: its preset's keys given explicitly, after the config's own. A key given explicitly wins
+    over a preset (a user may tune one), so a config written for LEAP (`leap_rl.max_turns: 3`) made the GRPO arm
+    multi-turn: GRPO ran as LEAP with scalar rewards (2026-12-06, both miniatures)."""
+    return [*sets, f"seed={seed}", f"leap_rl.preset={method}",
+            *(f"leap_rl.{key}={value}" for key, value in _dotted(LEAP_PRESETS[method])),
+            f"leap_rl.time_budget_s={seconds}", f"leap_rl.steps={max_steps}"]
+
+
+def _dotted(values: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """{"a": {"b": 1}} -> [("a.b", 1)]: a nested preset as --set keys."""
+    return [pair for key, value in values.items() for pair in (
+        _dotted(value, f"{prefix}{key}.") if isinstance(value, dict) else [(f"{prefix}{key}", value)])]
 
 
 def arm_verifier_cache(config, method: str, seed: int) -> Path:

@@ -617,4 +617,12 @@ def test_ablation_arms_each_judge_their_own_rollouts(demo, tmp_path):
     assert not all(first[s] for s in shared)  # the first arm judged them (the demo's cache had grpo's verdicts)
     assert {s: second[s] for s in shared} == {s: first[s] for s in shared}  # ... and so did the second, again
     assert not any(arm_verifier_cache(config, m, 0).exists() for m in ("grpo", "grpo_mt"))
+    # each arm is its paper's method whatever the config says for LEAP (here leap_rl.max_turns=2): GRPO is
+    # single-turn, GRPO-MT debugs every group
+    trained = [wh.stage_run(r["leap_rl"]).config["leap_rl"] for r in results]
+    assert [(c["max_turns"], c["reward"], c["gate"]) for c in trained] == [(1, "scalar", "dcp"), (2, "scalar", "all")]
+    grpo, grpo_mt = (wh.trajectory_rows(r["leap_rl"]) for r in results)
+    assert {t["num_turns"] for t in grpo} == {1}
+    assert all(t["gated"] for t in grpo_mt)
+    assert all(t["num_turns"] == 2 for t in grpo_mt if t["passed_turn"] is None)
     assert method_order(["leap", "grpo", "full"], 1) == ["grpo", "full", "leap"]
