@@ -51,12 +51,12 @@ fi
 
 # Policies cross the wall as parcels (benchmarks/policy_parcel.py: bfloat16, parts of 15 MiB, sha256-checked):
 # BRING_BACK="<stage run> ..." packs each run's policy into $OUT after the home (the miniature's: 4 parts, 55 MB,
-# beside the home's ~4 MB within a call's 64 MiB); copy them to .kerneldojo/gpu/parcels/ here, and carry that folder
-# in a later call of a session whose box has the site already (55 MB + the tracked tree fit 64 MiB, the site not):
-# each parcel is unpacked into its run's policy folder unless the home has one.
-# A parcel (55 MB) and the tracked tree (12 MB) no longer fit one call's 64 MiB: carry its first parts as
-# `.kerneldojo/gpu/parcels-a` in one call (an ignored folder a warm box keeps), the rest as `.kerneldojo/gpu/parcels`
-# in the next; the parts of every parcels-* folder join parcels/ here (sha256-checked when unpacked).
+# beside the home's ~9 MB within a call's 64 MiB); copy them to .kerneldojo/gpu/parcels/ here, and carry them in
+# later calls of a session whose box has the site already: each parcel is unpacked into its run's policy folder
+# unless the home has one. A parcel (55 MB) and the tracked tree (12 MB) do not fit one call's 64 MiB: carry its
+# first parts as `.kerneldojo/gpu/parcels-a` in one call (an ignored folder a warm box keeps), the rest as
+# `.kerneldojo/gpu/parcels` in the next; the parts of every parcels-* folder join parcels/ here (sha256-checked
+# when unpacked).
 for folder in .kerneldojo/gpu/parcels-*/; do
   [ -d "$folder" ] || continue
   mkdir -p .kerneldojo/gpu/parcels && cp -n "$folder"* .kerneldojo/gpu/parcels/ 2>/dev/null || true
