@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 from schemas.config import LEAP_PRESETS, ConfigError, load_config
+from warehouse.tracking import flatten
 
 UP_TO_WARMUP = ["synthesize", "hints", "distill", "sft", "rft", "warmup_rl"]
 
@@ -71,14 +72,8 @@ def method_overrides(sets: list[str], method: str, seed: int, seconds: float, ma
     over a preset (a user may tune one), so a config written for LEAP (`leap_rl.max_turns: 3`) made the GRPO arm
     multi-turn: GRPO ran as LEAP with scalar rewards (2026-12-06, both miniatures)."""
     return [*sets, f"seed={seed}", f"leap_rl.preset={method}",
-            *(f"leap_rl.{key}={value}" for key, value in _dotted(LEAP_PRESETS[method])),
+            *(f"leap_rl.{key}={value}" for key, value in flatten(LEAP_PRESETS[method]).items()),
             f"leap_rl.time_budget_s={seconds}", f"leap_rl.steps={max_steps}"]
-
-
-def _dotted(values: dict, prefix: str = "") -> list[tuple[str, object]]:
-    """{"a": {"b": 1}} -> [("a.b", 1)]: a nested preset as --set keys."""
-    return [pair for key, value in values.items() for pair in (
-        _dotted(value, f"{prefix}{key}.") if isinstance(value, dict) else [(f"{prefix}{key}", value)])]
 
 
 def arm_verifier_cache(config, method: str, seed: int) -> Path:
