@@ -3,8 +3,10 @@
 From one warmup_rl checkpoint and the same problems, runs `leap_rl` once per method and seed for the same
 wall-clock budget (`leap_rl.time_budget_s`), evaluates each result on the held-out split, and prints, per method,
 first-turn accuracy and accuracy by turn 3 (mean ± std over seeds) against the wall time and verifier calls the
-training spent, then each method's change against LEAP, paired by seed and problem (its standard error says
-which differences are noise). Every run is a stage run with lineage (leap_rl from the warmup run, evaluate nested under it in
+training spent, then each method's change against the warmup policy itself (the `before` row: the same
+evaluation of the checkpoint every arm starts from, once a seed, so the table says whether a method moved the
+policy at all) and against LEAP, paired by seed and problem (its standard error says which differences are
+noise). Every run is a stage run with lineage (leap_rl from the warmup run, evaluate nested under it in
 MLflow); the comparison itself is one more MLflow run, `leap_ablation`, holding the table and two plots (training
 first-turn pass rate against wall seconds and against verifier calls, one line per method and seed).
 
@@ -65,6 +67,8 @@ def warmup_run(config, config_path: str | None, sets: list[str], given: str | No
 # The state's mark that its arms trained with verifier caches of their own (below); a state without it is from
 # before, when a later arm reused an earlier one's verdicts and builds of the same rollouts
 ARM_CACHES = "per arm"
+# The pseudo-method whose only step is the evaluation of the warmup policy itself, with each seed's settings
+BEFORE = "before"
 
 
 def method_overrides(sets: list[str], method: str, seed: int, seconds: float, max_steps: int) -> list[str]:
@@ -97,10 +101,12 @@ def method_order(methods: list[str], position: int) -> list[str]:
 
 def run_methods(config, config_path: str | None, sets: list[str], warmup_given: str | None, methods: list[str],
                 seeds: list[int], seconds: float, max_steps: int, state_path: Path | None = None,
-                deadline_s: float = float("inf"), limit_s: float = float("inf")) -> tuple[str, list[dict], bool]:
+                deadline_s: float = float("inf"), limit_s: float = float("inf"),
+                evaluate_before: bool = True) -> tuple[str, list[dict], bool]:
     """(the warmup run, one result per finished method and seed, whether all are finished). `config`: the one
     `config_path` and `sets` make. Each is a leap_rl run
-    from the warmup run, then its evaluation. With `state_path` ({"warmup": id, "runs": {"method@seed":
+    from the warmup run, then its evaluation; with `evaluate_before`, each seed starts with the evaluation of the
+    warmup run itself (method `BEFORE`, no training). With `state_path` ({"warmup": id, "runs": {"method@seed":
     {"leap_rl": id, "evaluate": id}}}) finished steps are skipped and each new one is recorded as it ends; no
     step starts after `deadline_s`, nor a training whose budget cannot end before `limit_s`."""
     from benchmarks.stage_chain import RL_START_AND_SAVE_S, has_policy
@@ -133,12 +139,16 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
             print(f"[leap_ablation] {key}: the policy of {done.pop('leap_rl')} is not on this machine: trained "
                   "again", flush=True)
     save()
-    pairs = [(method, seed) for position, seed in enumerate(seeds) for method in method_order(methods, position)]
+    pairs = [(method, seed) for position, seed in enumerate(seeds)
+             for method in [BEFORE] * evaluate_before + method_order(methods, position)]
     for method, seed in pairs:
         done = state["runs"].get(f"{method}@{seed}", {})
-        overrides = method_overrides(sets, method, seed, seconds, max_steps)
+        if method == BEFORE:
+            overrides, steps = [*sets, f"seed={seed}"], ("evaluate",)
+        else:
+            overrides, steps = method_overrides(sets, method, seed, seconds, max_steps), ("leap_rl", "evaluate")
         arm_cache = arm_verifier_cache(config, method, seed)
-        for step in ("leap_rl", "evaluate"):
+        for step in steps:
             if step in done:
                 continue
             used = time.perf_counter() - started
@@ -148,11 +158,11 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
                       "next invocation", flush=True)
                 save()
                 return warmup, _finished(state, pairs), False
-            if step == "leap_rl" and not has_policy(warehouse, warmup):
+            upstream = done["leap_rl"] if "leap_rl" in steps and step == "evaluate" else warmup
+            if upstream == warmup and not has_policy(warehouse, warmup):
                 raise ConfigError(f"the policy of {warmup}, which every method starts from, is not on this machine:"
                                   " unpack its parcel into the home (python -m benchmarks.policy_parcel unpack) or "
                                   "train it again")
-            upstream = warmup if step == "leap_rl" else done["leap_rl"]
             if step == "leap_rl":  # judged cold, with a cache of its own (the evaluation: the home's, untimed)
                 shutil.rmtree(arm_cache, ignore_errors=True)
                 try:
@@ -219,7 +229,7 @@ def log_comparison(config, results: list[dict], table: str, command: str) -> str
                             tags={"kerneldojo.benchmark": "leap_ablation"})
     for x_key, label in (("wall_seconds", "training wall seconds"), ("verifier_calls", "verifier calls (cumulative)")):
         series = {f"{r['method']} (seed {r['seed']})": [(s[x_key], s["pass_rate_turn_1"]) for s in r["curve"]]
-                  for r in results}
+                  for r in results if r["curve"]}
         fig = line_chart(series, f"first-turn pass rate (training) against {label}", label, "pass rate")
         run.log_figure(fig, f"ablation_pass_rate_vs_{x_key}.png")
         close(fig)
@@ -251,6 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--deadline", type=float, default=float("inf"), help="start no run after this many s")
     parser.add_argument("--limit", type=float, default=float("inf"), help="the command's own limit (s): a "
                         "training starts only if its budget and ~60 s more fit before it")
+    parser.add_argument("--no-before", dest="before", action="store_false", help="do not evaluate the warmup "
+                        "policy itself (the `before` row, one evaluation a seed)")
     args = parser.parse_args(argv)
     if args.seconds <= 0:
         parser.error("--seconds must be positive")
@@ -271,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         warmup, results, complete = run_in_order(lambda: run_methods(
             config, args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps, args.state,
-            args.deadline, args.limit))
+            args.deadline, args.limit, args.before))
     except ConfigError as exc:
         sys.exit(f"error: {exc}")
     for r in results:
@@ -279,22 +291,30 @@ def main(argv: list[str] | None = None) -> None:
     warehouse = Warehouse(Home.of(config).warehouse_path)
     client = MlflowClient(default_tracking_uri(Home.of(config).root))
     for r in results:
+        r.update({k: v for k, v in warehouse.summary(r["evaluate"]).items() if k.startswith("accuracy/")})
+        r["curve"] = []
+        if "leap_rl" not in r:  # the warmup policy's own evaluation: nothing trained
+            continue
         trained = warehouse.stage_run(r["leap_rl"])
         r.update({k: v for k, v in warehouse.summary(r["leap_rl"]).items()
                   if k in ("steps", "train_seconds", "verifier_calls", "activated_groups_pct")})
-        r.update({k: v for k, v in warehouse.summary(r["evaluate"]).items() if k.startswith("accuracy/")})
-        r["curve"] = step_curves(client, trained.mlflow_run_id) if trained.mlflow_run_id else []
+        if trained.mlflow_run_id:
+            r["curve"] = step_curves(client, trained.mlflow_run_id)
     turn = min(3, config.evaluate.max_turns)
     table = ablation_table(results, turn)
-    if "leap" in args.methods and len(args.methods) > 1:  # every method against LEAP, same seed, same problems
-        outcomes: dict[int, dict[str, dict]] = {}
-        for r in results:
-            outcomes.setdefault(r["seed"], {})[r["method"]] = problem_outcomes(warehouse, r["evaluate"], turn)
-        table += "\n\n" + paired_change_table(list(outcomes.values()),
-                                               [("leap", m) for m in args.methods if m != "leap"], turn)
+    # paired by seed and problem: every method against the policy it started from, then against LEAP
+    compared = [(BEFORE, m) for m in args.methods] * args.before
+    compared += [("leap", m) for m in args.methods if m != "leap"] * ("leap" in args.methods)
+    outcomes: dict[int, dict[str, dict]] = {}
+    for r in results:
+        outcomes.setdefault(r["seed"], {})[r["method"]] = problem_outcomes(warehouse, r["evaluate"], turn)
+    paired = paired_change_table(list(outcomes.values()), compared, turn)
+    if paired.count("\n") > 1:  # a row besides the header's two
+        table += "\n\n" + paired
     command = "python -m benchmarks.leap_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     if not complete:
-        print(f"{len(results)} of {len(args.methods) * len(args.seeds)} methods and seeds done; the same command "
+        print(f"{len(results)} of {(len(args.methods) + args.before) * len(args.seeds)} methods and seeds done "
+              f"(`{BEFORE}`: the warmup's own evaluation); the same command "
               f"goes on from {args.state}\n")
         print(table)
         return

@@ -337,7 +337,8 @@ def prefect_env_restored():
 def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_is_done(tmp_path, capsys,
                                                                                        prefect_env_restored):
     """`leap_ablation --state`: finished trainings and evaluations are skipped, a command starts no training its
-    limit cannot hold, and the table and comparison run come once every method and seed is done."""
+    limit cannot hold, and the table and comparison run come once every method and seed is done, with the warmup
+    policy's own evaluation (`before`) as the row every method is paired against."""
     from mlflow.tracking import MlflowClient
 
     from benchmarks.leap_ablation import main
@@ -358,14 +359,16 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
         trained = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99})
         runs[f"{method}@0"] = {"leap_rl": trained, "evaluate": finished(
             "evaluate", [trained], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_1 + 0.25})}
-    # per problem (p1, p2) and turn: LEAP passes p1 at once and p2 at turn 2; GRPO passes neither
-    for method, passes in (("leap", {("p1", 1), ("p2", 2)}), ("grpo", set())):
+    runs["before@0"] = {"evaluate": finished("evaluate", [warmup], {"accuracy/turn_1": 0.5, "accuracy/turn_3": 0.5})}
+    # per problem (p1, p2) and turn: LEAP passes p1 at once and p2 at turn 2; GRPO passes neither; the warmup p1
+    for method, passes in (("leap", {("p1", 1), ("p2", 2)}), ("grpo", set()), ("before", {("p1", 1)})):
         warehouse.add_eval_results(runs[f"{method}@0"]["evaluate"], [
             {"problem_id": p, "sample": 0, "turn": t, "candidate_id": f"{method}-{p}-{t}", "category": "pass"
              if (p, t) in passes else "wrong_output", "passed": (p, t) in passes, "speedup": None}
-            for p in ("p1", "p2") for t in (1, 2) if not (p == "p1" and t == 2 and method == "leap")])
+            for p in ("p1", "p2") for t in (1, 2) if not (p == "p1" and t == 2 and method in ("leap", "before"))])
     state = tmp_path / "ablation.json"
-    state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": {"leap@0": runs["leap@0"]}}))
+    state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm",
+                                 "runs": {"before@0": runs["before@0"], "leap@0": runs["leap@0"]}}))
     common = ["--set", f"home={tmp_path}", "--from-run", warmup, "--seconds", "300", "--seeds", "0",
               "--state", str(state)]
     # a state from before each arm judged with a cache of its own: its later arms bought steps with earlier verdicts
@@ -377,16 +380,20 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     main([*common, "--methods", "leap", "grpo", "--limit", "300"])  # grpo's 300 s cannot end within 300 s
     printed = capsys.readouterr().out
     assert "grpo (seed 0) leap_rl and after wait for the next invocation" in printed
-    assert "1 of 2 methods and seeds done" in printed and "| leap | 0.500 | 0.750 | 4.0 |" in printed
-    assert len(warehouse.stage_runs()) == 5  # nothing started
-    assert list(json.loads(state.read_text())["runs"]) == ["leap@0"]
+    assert "2 of 3 methods and seeds done" in printed and "| leap | 0.500 | 0.750 | 4.0 |" in printed
+    assert "| before | 0.500 | 0.500 | - | - | - | 1 |" in printed
+    assert len(warehouse.stage_runs()) == 6  # nothing started
+    assert list(json.loads(state.read_text())["runs"]) == ["before@0", "leap@0"]
     state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": runs}))  # grpo finished by another command
     main([*common, "--methods", "leap", "grpo", "--limit", "300"])
     printed = capsys.readouterr().out
     assert "| grpo | 0.250 | 0.500 |" in printed and "MLflow run" in printed
     # paired by seed and problem against LEAP: turn 1 deltas [-1, 0], by turn 3 [-1, -1]
     assert "| grpo vs leap | -50.0 ± 50.0 | 0 / 1 | -100.0 ± 0.0 | 0 / 2 | 2 |" in printed
-    assert len(warehouse.stage_runs()) == 5
+    # ... and against the warmup it started from: LEAP learned p2's repair (by turn 3 [0, +1]), GRPO lost p1
+    assert "| leap vs before | +0.0 ± 0.0 | 0 / 0 | +50.0 ± 50.0 | 1 / 0 | 2 |" in printed
+    assert "| grpo vs before | -50.0 ± 50.0 | 0 / 1 | -50.0 ± 50.0 | 0 / 1 | 2 |" in printed
+    assert len(warehouse.stage_runs()) == 6
     client = MlflowClient(default_tracking_uri(tmp_path))
     assert client.search_runs([e.experiment_id for e in client.search_experiments()],
                               "tags.`kerneldojo.benchmark` = 'leap_ablation'")
@@ -399,7 +406,7 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     assert f"full@0: the policy of {lost} is not on this machine: trained again" in printed
     assert "full (seed 0) leap_rl and after wait for the next invocation" in printed
     assert json.loads(state.read_text())["runs"]["full@0"] == {}
-    assert len(warehouse.stage_runs()) == 6  # no evaluation of the lost policy started
+    assert len(warehouse.stage_runs()) == 7  # no evaluation of the lost policy started
     # ... and a training that would start from a warmup whose policy is not here says so, once
     with pytest.raises(SystemExit, match=f"the policy of {warmup}, which every method starts from"):
         main([*common, "--methods", "full", "--limit", "10000"])

@@ -603,7 +603,9 @@ def test_ablation_arms_each_judge_their_own_rollouts(demo, tmp_path):
     state = tmp_path / "ablation.json"
     _, results, complete = run_methods(config, None, sets, runs["warmup_rl"], ["grpo", "grpo_mt"], [0], 600.0, 1,
                                        state)
-    assert complete and [r["method"] for r in results] == ["grpo", "grpo_mt"]
+    assert complete and [r["method"] for r in results] == ["before", "grpo", "grpo_mt"]
+    before, *results = results  # the warmup policy's own evaluation, the row every arm is paired against
+    assert wh.stage_run(before["evaluate"]).parent_ids == [runs["warmup_rl"]] and "leap_rl" not in before
     assert json.loads(state.read_text())["verifier_cache"] == "per arm"
 
     def first_turn(run_id):
