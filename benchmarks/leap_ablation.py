@@ -147,7 +147,7 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
             overrides, steps = [*sets, f"seed={seed}"], ("evaluate",)
         else:
             overrides, steps = method_overrides(sets, method, seed, seconds, max_steps), ("leap_rl", "evaluate")
-        arm_cache = arm_verifier_cache(config, method, seed)
+            arm_cache = arm_verifier_cache(config, method, seed)
         for step in steps:
             if step in done:
                 continue
@@ -158,7 +158,7 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
                       "next invocation", flush=True)
                 save()
                 return warmup, _finished(state, pairs), False
-            upstream = done["leap_rl"] if "leap_rl" in steps and step == "evaluate" else warmup
+            upstream = done.get("leap_rl", warmup) if step == "evaluate" else warmup  # BEFORE evaluates the warmup
             if upstream == warmup and not has_policy(warehouse, warmup):
                 raise ConfigError(f"the policy of {warmup}, which every method starts from, is not on this machine:"
                                   " unpack its parcel into the home (python -m benchmarks.policy_parcel unpack) or "
@@ -305,12 +305,11 @@ def main(argv: list[str] | None = None) -> None:
     # paired by seed and problem: every method against the policy it started from, then against LEAP
     compared = [(BEFORE, m) for m in args.methods] * args.before
     compared += [("leap", m) for m in args.methods if m != "leap"] * ("leap" in args.methods)
-    outcomes: dict[int, dict[str, dict]] = {}
-    for r in results:
-        outcomes.setdefault(r["seed"], {})[r["method"]] = problem_outcomes(warehouse, r["evaluate"], turn)
-    paired = paired_change_table(list(outcomes.values()), compared, turn)
-    if paired.count("\n") > 1:  # a row besides the header's two
-        table += "\n\n" + paired
+    if compared:
+        outcomes: dict[int, dict[str, dict]] = {}
+        for r in results:
+            outcomes.setdefault(r["seed"], {})[r["method"]] = problem_outcomes(warehouse, r["evaluate"], turn)
+        table += "\n\n" + paired_change_table(list(outcomes.values()), compared, turn)
     command = "python -m benchmarks.leap_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     if not complete:
         print(f"{len(results)} of {(len(args.methods) + args.before) * len(args.seeds)} methods and seeds done "
