@@ -16,8 +16,8 @@ first-turn pass rate against wall seconds and against verifier calls, one line p
 Without `--from-run`, the home's latest succeeded warmup_rl run is used, and when there is none the stages up to
 warmup_rl run first. With `--state`, the ablation spans commands that may each run only minutes (a lent GPU box, a
 CI job): the file holds each finished training and evaluation, the next command skips them, and `--deadline` /
-`--limit` keep a command from starting what it cannot finish (a training starts only if its budget fits the
-limit); the table and the comparison run come when every method and seed is done.
+`--limit` keep a command from starting what it cannot finish (a training starts only if its budget and the
+longest evaluation so far fit the limit); the table and the comparison run come when every method and seed is done.
 
     python -m benchmarks.leap_ablation --config configs/mini.yaml --from-run warmup_rl-1a2b3c4d5e --seconds 120 \
         --seeds 0 --state ablation.json --deadline 300 --limit 540     # again, until it prints the table
@@ -108,7 +108,7 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
     from the warmup run, then its evaluation; with `evaluate_before`, each seed starts with the evaluation of the
     warmup run itself (method `BEFORE`, no training). With `state_path` ({"warmup": id, "runs": {"method@seed":
     {"leap_rl": id, "evaluate": id}}}) finished steps are skipped and each new one is recorded as it ends; no
-    step starts after `deadline_s`, nor a training whose budget cannot end before `limit_s`."""
+    step starts after `deadline_s`, nor a training whose budget and evaluation cannot end before `limit_s`."""
     from benchmarks.stage_chain import RL_START_AND_SAVE_S, has_policy
     from flows.stages import stage
     from tasks.common import Home
@@ -152,7 +152,10 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
             if step in done:
                 continue
             used = time.perf_counter() - started
-            budget = seconds + RL_START_AND_SAVE_S if step == "leap_rl" else 0.0
+            # a training starts only if its evaluation can follow it within the limit: a lent box taken back
+            # between the two keeps the records, not the trained policy, and the next command trains it again
+            budget = (seconds + RL_START_AND_SAVE_S + longest_evaluation_s(warehouse, state)
+                      if step == "leap_rl" else 0.0)
             if used > deadline_s or used + budget > limit_s:
                 print(f"[leap_ablation] {used:.0f} s used: {method} (seed {seed}) {step} and after wait for the "
                       "next invocation", flush=True)
@@ -176,6 +179,12 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
             save()
             print(f"[leap_ablation] {method} (seed {seed}) {step}: {done[step]}", flush=True)
     return warmup, _finished(state, pairs), True
+
+
+def longest_evaluation_s(warehouse, state: dict) -> float:
+    """The longest evaluation this ablation has run so far, in wall seconds (0.0 before its first)."""
+    runs = [warehouse.stage_run(done["evaluate"]) for done in state["runs"].values() if "evaluate" in done]
+    return max(((run.finished - run.started).total_seconds() for run in runs if run.finished), default=0.0)
 
 
 def _finished(state: dict, pairs: list[tuple[str, int]]) -> list[dict]:
@@ -260,7 +269,7 @@ def main(argv: list[str] | None = None) -> None:
                         "the ablation goes on over several commands")
     parser.add_argument("--deadline", type=float, default=float("inf"), help="start no run after this many s")
     parser.add_argument("--limit", type=float, default=float("inf"), help="the command's own limit (s): a "
-                        "training starts only if its budget and ~60 s more fit before it")
+                        "training starts only if its budget, ~60 s more and the longest evaluation so far fit before it")
     parser.add_argument("--no-before", dest="before", action="store_false", help="do not evaluate the warmup "
                         "policy itself (the `before` row, one evaluation a seed)")
     args = parser.parse_args(argv)

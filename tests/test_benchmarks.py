@@ -407,6 +407,14 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     assert "full (seed 0) leap_rl and after wait for the next invocation" in printed
     assert json.loads(state.read_text())["runs"]["full@0"] == {}
     assert len(warehouse.stage_runs()) == 7  # no evaluation of the lost policy started
+    # ... and a training starts only if its evaluation can follow it within the limit (a box taken back between
+    # the two loses the policy): 100 s of training and 60 s more fit 300 s, the longest evaluation's 200 s do not
+    with warehouse.connect() as db:
+        db.execute("update stage_runs set started = finished - interval 200 second where id = ?",
+                   [runs["before@0"]["evaluate"]])
+    main([*common[:4], "--seconds", "100", *common[6:], "--methods", "leap", "grpo", "full", "--limit", "300"])
+    assert "full (seed 0) leap_rl and after wait for the next invocation" in capsys.readouterr().out
+    assert len(warehouse.stage_runs()) == 7
     # ... and a training that would start from a warmup whose policy is not here says so, once
     with pytest.raises(SystemExit, match=f"the policy of {warmup}, which every method starts from"):
         main([*common, "--methods", "full", "--limit", "10000"])
