@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -180,9 +182,13 @@ class RunLogger:
         from mlflow.data.pandas_dataset import from_pandas
         from mlflow.entities import DatasetInput, InputTag
 
-        dataset = from_pandas(pd.DataFrame(rows), source=source, name=name)
-        self.client.log_inputs(self.run_id, datasets=[DatasetInput(
-            dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)])])
+        with warnings.catch_warnings():  # two hints for model signatures, not for a record of rows: MLflow finds
+            # its local-artifact source registered twice, and int columns "cannot represent missing values"
+            warnings.filterwarnings("ignore", "The specified dataset source can be interpreted", UserWarning)
+            warnings.filterwarnings("ignore", "Hint: Inferred schema contains integer column", UserWarning)
+            dataset = from_pandas(pd.DataFrame(rows), source=source, name=name)
+            self.client.log_inputs(self.run_id, datasets=[DatasetInput(
+                dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)])])
 
     def log_policy(self, model, tokenizer, artifact_path: str = "policy") -> None:
         """The policy as an MLflow Model (transformers flavor, text-generation): registrable from the UI, loadable
@@ -193,9 +199,16 @@ class RunLogger:
 
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / artifact_path
-            mlflow.transformers.save_model(  # requirements given: inferring them imports every optional extra
-                transformers_model={"model": model, "tokenizer": tokenizer}, path=str(path), task="text-generation",
-                pip_requirements=[f"torch=={torch.__version__.split('+')[0]}", f"transformers=={transformers.__version__}"])
+            flavor_log = logging.getLogger("mlflow.transformers")
+            level = flavor_log.level
+            flavor_log.setLevel(logging.ERROR)  # its model card and licence are looked up on the Hub: ours is local
+            try:
+                mlflow.transformers.save_model(  # requirements given: inferring them imports every optional extra
+                    transformers_model={"model": model, "tokenizer": tokenizer}, path=str(path),
+                    task="text-generation", pip_requirements=[f"torch=={torch.__version__.split('+')[0]}",
+                                                              f"transformers=={transformers.__version__}"])
+            finally:
+                flavor_log.setLevel(level)
             self.log_artifact(path, artifact_path)
 
     def finish(self, ok: bool) -> None:
