@@ -80,6 +80,17 @@ def method_overrides(sets: list[str], method: str, seed: int, seconds: float, ma
             f"leap_rl.time_budget_s={seconds}", f"leap_rl.steps={max_steps}"]
 
 
+def settings_unlike_preset(recorded: dict, method: str) -> dict[str, tuple[str, str]]:
+    """The preset keys where a leap_rl run's recorded settings (`config["leap_rl"]`) differ from `method`'s preset
+    as it stands, {key: (recorded, preset)}: such an arm trained another method (MURPHY's reward read the speed,
+    and its pool timed passes, until 2026-12-06)."""
+    from schemas.config import LeapRLConfig
+
+    trained = {**flatten(LeapRLConfig().model_dump()), **flatten(recorded)}  # keys a run predates: their defaults
+    return {key: (trained.get(key), value) for key, value in flatten(LEAP_PRESETS[method]).items()
+            if trained.get(key) != value}
+
+
 def arm_verifier_cache(config, method: str, seed: int) -> Path:
     """The verifier cache an arm's training judges with, made empty before it trains and removed after: every
     arm pays for judging its own rollouts. The arms of a seed start from one policy with one seed, so their first
@@ -133,11 +144,20 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
 
     warehouse = Warehouse(Home.of(config).warehouse_path)
     # a training whose evaluation has not run and whose policy this machine no longer has (a lent box taken back
-    # between the two keeps the records that came home, not the policy) is trained again, not evaluated
+    # between the two keeps the records that came home, not the policy) is trained again, not evaluated; so is
+    # one whose method's preset has changed since it trained, and its evaluation no longer counts
     for key, done in state["runs"].items():
         if "evaluate" not in done and "leap_rl" in done and not has_policy(warehouse, done["leap_rl"]):
             print(f"[leap_ablation] {key}: the policy of {done.pop('leap_rl')} is not on this machine: trained "
                   "again", flush=True)
+        method = key.split("@")[0]
+        if "leap_rl" in done and method in LEAP_PRESETS:
+            unlike = settings_unlike_preset(warehouse.stage_run(done["leap_rl"]).config.get("leap_rl", {}), method)
+            if unlike:
+                print(f"[leap_ablation] {key}: {done.pop('leap_rl')} trained with settings unlike the {method} "
+                      f"preset's now ({', '.join(f'{k} {a} not {b}' for k, (a, b) in unlike.items())}): trained "
+                      "again", flush=True)
+                done.pop("evaluate", None)
     save()
     pairs = [(method, seed) for position, seed in enumerate(seeds)
              for method in [BEFORE] * evaluate_before + method_order(methods, position)]

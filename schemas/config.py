@@ -361,11 +361,13 @@ class ScalarRewardConfig(StrictModel):
 
 
 class PrimeEchoConfig(StrictModel):
-    """MusaCoder Eq. 9 constants."""
+    """MusaCoder Eq. 9 constants, and whether its turn rewards s_k read the kernel's speed."""
 
     alpha: float = Field(0.7, ge=0, le=1)
     beta1: float = 0.2
     beta2: float = 0.1
+    reads_speed: bool = Field(True, description="s_k is MusaCoder Eq. 2 with its speed term (reward.lam): passes "
+                              "are timed; off, a pass earns 1 whatever its speed and the stage is judged untimed")
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -381,7 +383,11 @@ LEAP_PRESETS: dict[str, dict[str, Any]] = {
     "grpo": {"max_turns": 1, "reward": "scalar"},
     "grpo_mt": {"gate": "all", "reward": "scalar"},
     "full": {"gate": "all", "reward": "rank"},
-    "murphy": {"gate": "all", "reward": "primeecho", "primeecho": {"alpha": 0.0, "beta1": 0.0, "beta2": 0.0}},
+    # MURPHY (Ekbote et al. 2025): every failure may debug, a trajectory earns its best turn's execution reward —
+    # correctness alone, as its test-pass reward and as the other arms' rewards (a timed arm pays for its timing
+    # in steps at equal wall time)
+    "murphy": {"gate": "all", "reward": "primeecho",
+               "primeecho": {"alpha": 0.0, "beta1": 0.0, "beta2": 0.0, "reads_speed": False}},
 }
 
 

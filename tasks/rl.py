@@ -106,8 +106,9 @@ def _rl_stage(stage: str, config: PipelineConfig, from_run: str | None, pipeline
         cfg = getattr(config, stage)
         # LEAP's rank and the scalar tiers read the turn a kernel passed at, never its speed: timing passes would
         # buy nothing and cost most of the step (the GPU times one kernel at a time: ~1 verdict a second timed
-        # on the H200 against ~4 untimed). PrimeEcho's turn rewards read the speedup, so it stays timed.
-        ctx.untimed = stage == "leap_rl" and cfg.reward != "primeecho"
+        # on the H200 against ~4 untimed). PrimeEcho's turn rewards read the speedup (unless told not to, as
+        # MURPHY's preset does), so it stays timed.
+        ctx.untimed = stage == "leap_rl" and (cfg.reward != "primeecho" or not cfg.primeecho.reads_speed)
         device = resolve_device(config.device)
         processes = check_world(config.distributed.processes, device) if config.distributed.processes != 1 else 1
         check_split(config, stage, processes)

@@ -280,8 +280,8 @@ def test_learning_curve_tables_finished_chains_over_seeds(tmp_path, capsys):
 
     warehouse = Warehouse(tmp_path / "warehouse.duckdb")
 
-    def finished(stage, parents, summary=None):
-        row = warehouse.begin_stage_run(stage, {}, "h", parents)
+    def finished(stage, parents, summary=None, config=None):
+        row = warehouse.begin_stage_run(stage, config or {}, "h", parents)
         warehouse.finish_stage_run(row.id, StageStatus.succeeded, summary=summary or {})
         return row.id
 
@@ -342,21 +342,23 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     from mlflow.tracking import MlflowClient
 
     from benchmarks.leap_ablation import main
+    from schemas.config import LEAP_PRESETS
     from schemas.records import StageStatus
     from warehouse.store import Warehouse
     from warehouse.tracking import default_tracking_uri
 
     warehouse = Warehouse(tmp_path / "warehouse.duckdb")
 
-    def finished(stage, parents, summary=None):
-        row = warehouse.begin_stage_run(stage, {}, "h", parents)
+    def finished(stage, parents, summary=None, config=None):
+        row = warehouse.begin_stage_run(stage, config or {}, "h", parents)
         warehouse.finish_stage_run(row.id, StageStatus.succeeded, summary=summary or {})
         return row.id
 
     warmup = finished("warmup_rl", ["rft-x"])
     runs = {}
     for method, turn_1 in (("leap", 0.5), ("grpo", 0.25)):
-        trained = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99})
+        trained = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99},
+                           {"leap_rl": LEAP_PRESETS[method]})
         runs[f"{method}@0"] = {"leap_rl": trained, "evaluate": finished(
             "evaluate", [trained], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_1 + 0.25})}
     runs["before@0"] = {"evaluate": finished("evaluate", [warmup], {"accuracy/turn_1": 0.5, "accuracy/turn_3": 0.5})}
@@ -415,6 +417,19 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     main([*common[:4], "--seconds", "100", *common[6:], "--methods", "leap", "grpo", "full", "--limit", "300"])
     assert "full (seed 0) leap_rl and after wait for the next invocation" in capsys.readouterr().out
     assert len(warehouse.stage_runs()) == 7
+    # ... and an arm trained under its preset's older settings trained another method (MURPHY's reward read the
+    # speed until 2026-12-06, and its pool timed every pass): trained again, its evaluation no longer counted
+    old_murphy = finished("leap_rl", [warmup], {"steps": 2, "train_seconds": 30.0, "verifier_calls": 50},
+                          {"leap_rl": {"gate": "all", "reward": "primeecho",
+                                       "primeecho": {"alpha": 0.0, "beta1": 0.0, "beta2": 0.0}}})
+    state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": {
+        **runs, "murphy@0": {"leap_rl": old_murphy, "evaluate": runs["grpo@0"]["evaluate"]}}}))
+    main([*common, "--methods", "leap", "grpo", "murphy", "--limit", "300"])
+    printed = capsys.readouterr().out
+    assert (f"murphy@0: {old_murphy} trained with settings unlike the murphy preset's now "
+            "(primeecho.reads_speed true not false): trained again") in printed
+    assert json.loads(state.read_text())["runs"]["murphy@0"] == {}
+    assert json.loads(state.read_text())["runs"]["grpo@0"] == runs["grpo@0"]  # the arms as their presets: kept
     # ... and a training that would start from a warmup whose policy is not here says so, once
     with pytest.raises(SystemExit, match=f"the policy of {warmup}, which every method starts from"):
         main([*common, "--methods", "full", "--limit", "10000"])

@@ -87,7 +87,7 @@ def test_leap_presets_set_the_paper_baselines_and_explicit_keys_win():
         cfg = load_config(None, [f"leap_rl.preset={preset}"]).leap_rl
         assert (cfg.gate, cfg.reward, cfg.max_turns) == (gate, reward, turns), preset
     murphy = load_config(None, ["leap_rl.preset=murphy", "leap_rl.primeecho.beta1=0.3"]).leap_rl
-    assert (murphy.primeecho.alpha, murphy.primeecho.beta1) == (0.0, 0.3)
+    assert (murphy.primeecho.alpha, murphy.primeecho.beta1, murphy.primeecho.reads_speed) == (0.0, 0.3, False)
     assert load_config(None, ["leap_rl.preset=full", "leap_rl.reward=scalar"]).leap_rl.reward == "scalar"
     with pytest.raises(ConfigError, match="preset"):
         load_config(None, ["leap_rl.preset=ppo"])

@@ -456,20 +456,24 @@ def _config_file(overrides: list[str]) -> str:
 RL_SMALL = ["leap_rl.prompts_per_step=2", "leap_rl.group_size=3", "leap_rl.generation.max_new_tokens=300"]
 
 
-@pytest.mark.parametrize("preset", ["grpo", "grpo_mt", "full", "murphy"])
+@pytest.mark.parametrize("preset", ["grpo", "grpo_mt", "full", "murphy", "musacoder"])
 def test_paper_baselines_run_by_config_alone(demo, preset):
     runs, _, overrides, wh = demo
     base = [o for o in overrides if not o.startswith("leap_rl.max_turns")]  # let the preset choose the turns
+    # "musacoder": MURPHY's turns with MusaCoder's PrimeEcho (Eq. 9), whose turn rewards read the speedup
+    chosen = ["leap_rl.preset=murphy", "leap_rl.primeecho.reads_speed=true"] if preset == "musacoder" \
+        else [f"leap_rl.preset={preset}"]
     run_id = stage(name="leap_rl", from_run=runs["warmup_rl"],
-                   overrides=[*base, *RL_SMALL, "leap_rl.steps=1", f"leap_rl.preset={preset}"])
+                   overrides=[*base, *RL_SMALL, "leap_rl.steps=1", *chosen])
     rows = wh.trajectory_rows(run_id)
     assert len(rows) == 2 * 3
-    # the scalar tiers read the turn a kernel passed at, not its speed: its passes are not timed; PrimeEcho's
-    # turn rewards read the speedup, so MURPHY's are
+    # the baselines' rewards read the turn a kernel passed at, or whether it passed, never its speed: their passes
+    # are not timed (a timed arm pays for it in steps at equal wall time); PrimeEcho's speed term is timed
+    timed = preset == "musacoder"
     passes = [v for v in wh.verdict_rows(run_id) if v["correct"] and v["legal"]]
-    assert wh.summary(run_id)["timed"] == (preset == "murphy")
+    assert wh.summary(run_id)["timed"] == timed
     assert passes, "no kernel passed: nothing says whether passes were timed"
-    assert all((v["speedup_vs_eager"] is not None) == (preset == "murphy") for v in passes), passes
+    assert all((v["speedup_vs_eager"] is not None) == timed for v in passes), passes
     if preset == "grpo":
         assert all(r["num_turns"] == 1 for r in rows)
     else:  # no pruning: every group may debug, so every first-turn failure gets a second turn

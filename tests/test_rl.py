@@ -139,6 +139,10 @@ def test_leap_rewards_follow_the_configured_reward():
     prime = LeapRLConfig(group_size=4, max_turns=3, reward="primeecho", primeecho={"alpha": 1.0, "beta1": 0.0, "beta2": 0.0})
     first_turn_only = leap_rewards(rollouts, prime, RewardConfig(lam=0.5, nu_max=4.0), 1)[0][0]
     assert first_turn_only.tolist() == pytest.approx([2.0, -1.0, -1.0, -1.0])  # alpha = 1: only s_1 counts
+    # MURPHY's preset: the best turn's reward, correctness alone (every pass here is 2x eager: it would earn 2.0)
+    murphy = LeapRLConfig(group_size=4, preset="murphy")
+    assert leap_rewards(rollouts, murphy, RewardConfig(lam=0.5, nu_max=4.0), 1)[0][0].tolist() == \
+        pytest.approx([1.0, 1.0, 1.0, -1.0])
 
 
 def test_a_group_whose_reference_broke_while_judged_leaves_the_step_whole():

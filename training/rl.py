@@ -558,11 +558,12 @@ def leap_rewards(rollouts: list[Rollout], config: LeapRLConfig, reward: RewardCo
     if config.reward == "scalar":
         s = config.scalar_rewards
         return scalar_tier_reward(passed_turn, s.first, s.later, s.fail), [None] * len(rollouts)
+    p = config.primeecho
+    lam = reward.lam if p.reads_speed else 0.0
     turn_rewards = torch.full((len(rollouts), config.max_turns), -1.0)
     for i, r in enumerate(rollouts):
         for t, turn in enumerate(r.turns):
-            turn_rewards[i, t] = correctness_first_reward(turn.verdict, reward.lam, reward.nu_max)
-    p = config.primeecho
+            turn_rewards[i, t] = correctness_first_reward(turn.verdict, lam, reward.nu_max)
     values = primeecho_reward(turn_rewards, torch.tensor([len(r.turns) for r in rollouts]), p.alpha, p.beta1, p.beta2)
     return values.view(n_groups, config.group_size), [None] * len(rollouts)
 
