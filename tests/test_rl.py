@@ -78,6 +78,7 @@ def test_target_kl_stops_a_steps_updates_once_the_policy_has_moved_that_far(tiny
     assert every["approx_kl"] > 1.5 * 1e-3  # the moves the bound below is meant to stop
     bounded, stopped = trained(mini_batch_size=3, ppo_epochs=2, target_kl=1e-3)
     assert stopped["optimizer_steps"] == 1 and stopped["stopped_early"] == 1.0
+    assert stopped["approx_kl_checked"] > 1.5 * 1e-3  # what stopped it, in the step's metrics
     only_first, _ = trained(mini_batch_size=3, ppo_epochs=1, target_kl=1e-3)
     ref = copy.deepcopy(model)  # one update on the first mini-batch's rollouts, nothing after
     PolicyTrainer(ref, PolicyOptimConfig(micro_batch_size=3, learning_rate=0.05, mirrorpop={"enabled": False}),
@@ -87,6 +88,7 @@ def test_target_kl_stops_a_steps_updates_once_the_policy_has_moved_that_far(tiny
     assert any(not torch.equal(pu, pr) for pu, pr in zip(unbounded.parameters(), ref.parameters()))
     _, loose = trained(mini_batch_size=3, ppo_epochs=2, target_kl=1e6)
     assert loose["optimizer_steps"] == 4 and loose["stopped_early"] == 0.0
+    assert 0.0 < loose["approx_kl_checked"] <= 1.5 * 1e6 and every["approx_kl_checked"] == 0.0  # no bound: unmeasured
 
 
 def test_trainer_mirrorpop_drops_off_policy_sequences(tiny):

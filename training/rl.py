@@ -208,6 +208,9 @@ class PolicyTrainer:
         stats = {"loss": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "kl": 0.0, "optimizer_steps": 0.0}
         micro_batches = 0
         stopped_early = False
+        # what target_kl's check last measured (the value that stopped the step, if one did): the loss's approx_kl
+        # is a mean over mini-batches first seen, and reads far below the bound that stops a step's second epoch
+        checked_kl = 0.0
         ranks = world_size()
         # a rank holds 1/ranks of the batch: its share of each mini-batch, and the mini-batch's normaliser summed
         # over ranks, so the gradients the ranks average are one process's on the whole batch (times `ranks`)
@@ -223,10 +226,11 @@ class PolicyTrainer:
                 else:
                     normalizer = float(sum(bool(masks[i].sum() > 0) for i in members)) or 1.0
                 normalizer = (self._summed_over_ranks(normalizer) or 1.0) if ranks > 1 else normalizer
-                if stats["optimizer_steps"] and cfg.target_kl and self._past_target_kl(
-                        self._approx_kl_to(old, sequences, masks, members[:cfg.micro_batch_size])):
-                    stopped_early = True  # decided before the mini-batch's first forward: nothing half-applied
-                    break
+                if stats["optimizer_steps"] and cfg.target_kl:
+                    checked_kl = self._approx_kl_to(old, sequences, masks, members[:cfg.micro_batch_size])
+                    if self._past_target_kl(checked_kl):
+                        stopped_early = True  # decided before the mini-batch's first forward: nothing half-applied
+                        break
                 for start in range(0, len(members), cfg.micro_batch_size):
                     chunk = members[start:start + cfg.micro_batch_size]
                     logp = self.token_logprobs(self.backend.training_forward, [sequences[i] for i in chunk])
@@ -255,6 +259,7 @@ class PolicyTrainer:
         out["optimizer_steps"] = stats["optimizer_steps"]
         out["mirrorpop_mask_rate"] = dropped / max(len(sequences), 1)
         out["stopped_early"] = float(stopped_early)
+        out["approx_kl_checked"] = checked_kl
         return out
 
     def _approx_kl_to(self, old: list[torch.Tensor], sequences: list[list[int]], masks: list[torch.Tensor],
