@@ -21,6 +21,7 @@ longest evaluation so far fit the limit); the table and the comparison run come 
 
     python -m benchmarks.leap_ablation --config configs/mini.yaml --from-run warmup_rl-1a2b3c4d5e --seconds 120 \
         --seeds 0 --state ablation.json --deadline 300 --limit 540     # again, until it prints the table
+    python -m benchmarks.leap_ablation ... --state ablation.json --report     # the table so far; nothing runs
 
 Each arm's training judges its rollouts with a verifier cache of its own, empty when it starts (the arms of a seed
 sample the same first kernels: with one cache, a later arm bought steps with an earlier arm's verdicts), and each
@@ -110,6 +111,34 @@ def method_order(methods: list[str], position: int) -> list[str]:
     return methods[shift:] + methods[:shift]
 
 
+def planned_arms(methods: list[str], seeds: list[int], evaluate_before: bool) -> list[tuple[str, int]]:
+    """(method, seed) in the order they run: each seed's `before` first, then its methods in their rotated order."""
+    return [(method, seed) for position, seed in enumerate(seeds)
+            for method in [BEFORE] * evaluate_before + method_order(methods, position)]
+
+
+def reported_arms(config, state_path: Path, methods: list[str], seeds: list[int],
+                  evaluate_before: bool) -> tuple[str, list[dict]]:
+    """(the warmup run, the finished arms) of a state, read only: nothing runs and the state is not written, so a
+    machine without the arms' policies may read it. An arm trained under its preset's older settings is left out,
+    as the next command would train it again."""
+    from tasks.common import Home
+    from warehouse.store import Warehouse
+
+    if not state_path.exists():
+        raise ConfigError(f"--report reads the ablation's --state, and {state_path} does not exist")
+    state = json.loads(state_path.read_text())
+    warehouse = Warehouse(Home.of(config).warehouse_path)
+    for key, done in state.get("runs", {}).items():
+        method = key.split("@")[0]
+        if "leap_rl" in done and method in LEAP_PRESETS and settings_unlike_preset(
+                warehouse.stage_run(done["leap_rl"]).config.get("leap_rl", {}), method):
+            print(f"[leap_ablation] {key}: trained under the {method} preset's older settings: not counted (the next "
+                  "command trains it again)")
+            done.pop("evaluate", None)
+    return state["warmup"], _finished(state, planned_arms(methods, seeds, evaluate_before))
+
+
 def run_methods(config, config_path: str | None, sets: list[str], warmup_given: str | None, methods: list[str],
                 seeds: list[int], seconds: float, max_steps: int, state_path: Path | None = None,
                 deadline_s: float = float("inf"), limit_s: float = float("inf"),
@@ -159,8 +188,7 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
                       "again", flush=True)
                 done.pop("evaluate", None)
     save()
-    pairs = [(method, seed) for position, seed in enumerate(seeds)
-             for method in [BEFORE] * evaluate_before + method_order(methods, position)]
+    pairs = planned_arms(methods, seeds, evaluate_before)
     for method, seed in pairs:
         done = state["runs"].get(f"{method}@{seed}", {})
         if method == BEFORE:
@@ -281,7 +309,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--from-run", default=None, help="the warmup_rl run every method starts from")
     parser.add_argument("--methods", nargs="+", default=list(LEAP_PRESETS), choices=list(LEAP_PRESETS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--seconds", type=float, required=True, help="training wall-clock budget per method and seed")
+    parser.add_argument("--seconds", type=float, default=None, help="training wall-clock budget per method and seed "
+                        "(required but with --report)")
     parser.add_argument("--max-steps", type=int, default=10_000, help="a step cap besides the time budget")
     parser.add_argument("--markdown", default=None, help="also write the table (and the command) to this file")
     parser.add_argument("--json", default=None, help="also write every run's numbers and curve to this file")
@@ -292,9 +321,15 @@ def main(argv: list[str] | None = None) -> None:
                         "training starts only if its budget, ~60 s more and the longest evaluation so far fit before it")
     parser.add_argument("--no-before", dest="before", action="store_false", help="do not evaluate the warmup "
                         "policy itself (the `before` row, one evaluation a seed)")
+    parser.add_argument("--report", action="store_true", help="print the table of what --state holds and change "
+                        "nothing: no run starts, the state is not written, no MLflow run is made")
     args = parser.parse_args(argv)
-    if args.seconds <= 0:
+    if args.seconds is None and not args.report:
+        parser.error("--seconds is required: the training wall-clock budget per method and seed")
+    if args.seconds is not None and args.seconds <= 0:
         parser.error("--seconds must be positive")
+    if args.report and args.state is None:
+        parser.error("--report reads the ablation's --state")
     if args.state is None and (args.deadline != float("inf") or args.limit != float("inf")):
         parser.error("--deadline and --limit stop an ablation part way: give --state, where the next command "
                      "finds what is done")
@@ -310,9 +345,12 @@ def main(argv: list[str] | None = None) -> None:
     from flows.script import run_in_order
 
     try:
-        warmup, results, complete = run_in_order(lambda: run_methods(
-            config, args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps, args.state,
-            args.deadline, args.limit, args.before))
+        if args.report:
+            (warmup, results), complete = reported_arms(config, args.state, args.methods, args.seeds, args.before), False
+        else:
+            warmup, results, complete = run_in_order(lambda: run_methods(
+                config, args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps,
+                args.state, args.deadline, args.limit, args.before))
     except ConfigError as exc:
         sys.exit(f"error: {exc}")
     for r in results:
@@ -341,10 +379,12 @@ def main(argv: list[str] | None = None) -> None:
         table += "\n\n" + paired_change_table(list(outcomes.values()), compared, turn)
     command = "python -m benchmarks.leap_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
     if not complete:
-        print(f"{len(results)} of {(len(args.methods) + args.before) * len(args.seeds)} methods and seeds done "
-              f"(`{BEFORE}`: the warmup's own evaluation); the same command "
-              f"goes on from {args.state}\n")
+        planned = (len(args.methods) + args.before) * len(args.seeds)
+        print(f"{len(results)} of {planned} methods and seeds done (`{BEFORE}`: the warmup's own evaluation); "
+              + ("the state is as it was" if args.report else f"the same command goes on from {args.state}") + "\n")
         print(table)
+        if args.report and args.markdown:
+            Path(args.markdown).write_text(f"```\n{command}\n```\n\nfrom warmup_rl run {warmup}\n\n{table}\n")
         return
     mlflow_run = log_comparison(config, results, table, command)
     print(f"from warmup_rl run {warmup}; {args.seconds:g} s of training per method and seed\n")

@@ -403,6 +403,12 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     # the arm is trained again, never evaluated from a folder this machine lacks
     lost = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99})
     state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": {**runs, "full@0": {"leap_rl": lost}}}))
+    as_it_was = state.read_text()  # --report reads the state where the policies are not: it changes nothing
+    main([*common, "--methods", "leap", "grpo", "full", "--report"])
+    printed = capsys.readouterr().out
+    assert "3 of 4 methods and seeds done" in printed and "the state is as it was" in printed
+    assert "| grpo vs leap | -50.0 ± 50.0 |" in printed
+    assert state.read_text() == as_it_was and len(warehouse.stage_runs()) == 7
     main([*common, "--methods", "leap", "grpo", "full", "--limit", "300"])
     printed = capsys.readouterr().out
     assert f"full@0: the policy of {lost} is not on this machine: trained again" in printed
@@ -424,6 +430,10 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
                                        "primeecho": {"alpha": 0.0, "beta1": 0.0, "beta2": 0.0}}})
     state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": {
         **runs, "murphy@0": {"leap_rl": old_murphy, "evaluate": runs["grpo@0"]["evaluate"]}}}))
+    main([*common[:4], *common[6:], "--methods", "leap", "grpo", "murphy", "--report"])  # no --seconds needed
+    printed = capsys.readouterr().out
+    assert "murphy@0: trained under the murphy preset's older settings: not counted" in printed
+    assert "3 of 4 methods and seeds done" in printed and "| murphy |" not in printed
     main([*common, "--methods", "leap", "grpo", "murphy", "--limit", "300"])
     printed = capsys.readouterr().out
     assert (f"murphy@0: {old_murphy} trained with settings unlike the murphy preset's now "
