@@ -92,6 +92,18 @@ def settings_unlike_preset(recorded: dict, method: str) -> dict[str, tuple[str, 
             if trained.get(key) != value}
 
 
+def arms_unlike_their_presets(warehouse, state: dict) -> dict[str, dict[str, tuple[str, str]]]:
+    """{"method@seed": its settings unlike the preset's} for the state's trained arms that trained another method."""
+    unlike = {}
+    for key, done in state["runs"].items():
+        method = key.split("@")[0]
+        if "leap_rl" in done and method in LEAP_PRESETS:
+            recorded = warehouse.stage_run(done["leap_rl"]).config.get("leap_rl", {})
+            if settings := settings_unlike_preset(recorded, method):
+                unlike[key] = settings
+    return unlike
+
+
 def arm_verifier_cache(config, method: str, seed: int) -> Path:
     """The verifier cache an arm's training judges with, made empty before it trains and removed after: every
     arm pays for judging its own rollouts. The arms of a seed start from one policy with one seed, so their first
@@ -128,14 +140,10 @@ def reported_arms(config, state_path: Path, methods: list[str], seeds: list[int]
     if not state_path.exists():
         raise ConfigError(f"--report reads the ablation's --state, and {state_path} does not exist")
     state = json.loads(state_path.read_text())
-    warehouse = Warehouse(Home.of(config).warehouse_path)
-    for key, done in state.get("runs", {}).items():
-        method = key.split("@")[0]
-        if "leap_rl" in done and method in LEAP_PRESETS and settings_unlike_preset(
-                warehouse.stage_run(done["leap_rl"]).config.get("leap_rl", {}), method):
-            print(f"[leap_ablation] {key}: trained under the {method} preset's older settings: not counted (the next "
-                  "command trains it again)")
-            done.pop("evaluate", None)
+    for key in arms_unlike_their_presets(Warehouse(Home.of(config).warehouse_path), state):
+        print(f"[leap_ablation] {key}: trained under the {key.split('@')[0]} preset's older settings: not counted (the "
+              "next command trains it again)")
+        state["runs"][key].pop("evaluate", None)
     return state["warmup"], _finished(state, planned_arms(methods, seeds, evaluate_before))
 
 
@@ -179,14 +187,12 @@ def run_methods(config, config_path: str | None, sets: list[str], warmup_given: 
         if "evaluate" not in done and "leap_rl" in done and not has_policy(warehouse, done["leap_rl"]):
             print(f"[leap_ablation] {key}: the policy of {done.pop('leap_rl')} is not on this machine: trained "
                   "again", flush=True)
-        method = key.split("@")[0]
-        if "leap_rl" in done and method in LEAP_PRESETS:
-            unlike = settings_unlike_preset(warehouse.stage_run(done["leap_rl"]).config.get("leap_rl", {}), method)
-            if unlike:
-                print(f"[leap_ablation] {key}: {done.pop('leap_rl')} trained with settings unlike the {method} "
-                      f"preset's now ({', '.join(f'{k} {a} not {b}' for k, (a, b) in unlike.items())}): trained "
-                      "again", flush=True)
-                done.pop("evaluate", None)
+    for key, unlike in arms_unlike_their_presets(warehouse, state).items():
+        done = state["runs"][key]
+        print(f"[leap_ablation] {key}: {done.pop('leap_rl')} trained with settings unlike the {key.split('@')[0]} "
+              f"preset's now ({', '.join(f'{k} {a} not {b}' for k, (a, b) in unlike.items())}): trained again",
+              flush=True)
+        done.pop("evaluate", None)
     save()
     pairs = planned_arms(methods, seeds, evaluate_before)
     for method, seed in pairs:
@@ -318,7 +324,8 @@ def main(argv: list[str] | None = None) -> None:
                         "the ablation goes on over several commands")
     parser.add_argument("--deadline", type=float, default=float("inf"), help="start no run after this many s")
     parser.add_argument("--limit", type=float, default=float("inf"), help="the command's own limit (s): a "
-                        "training starts only if its budget, ~60 s more and the longest evaluation so far fit before it")
+                        "training starts only if its budget, ~60 s more and the longest evaluation so far fit "
+                        "before it")
     parser.add_argument("--no-before", dest="before", action="store_false", help="do not evaluate the warmup "
                         "policy itself (the `before` row, one evaluation a seed)")
     parser.add_argument("--report", action="store_true", help="print the table of what --state holds and change "
@@ -346,7 +353,8 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         if args.report:
-            (warmup, results), complete = reported_arms(config, args.state, args.methods, args.seeds, args.before), False
+            warmup, results = reported_arms(config, args.state, args.methods, args.seeds, args.before)
+            complete = False
         else:
             warmup, results, complete = run_in_order(lambda: run_methods(
                 config, args.config, args.set, args.from_run, args.methods, args.seeds, args.seconds, args.max_steps,
