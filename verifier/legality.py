@@ -37,7 +37,10 @@ VIEW_OPS = frozenset({
 LAYOUT_OPS = frozenset({"aten::clone", "aten::copy_", "aten::contiguous"})
 QUERY_OPS = frozenset({"aten::_local_scalar_dense", "aten::is_contiguous", "aten::sym_size",
                        "aten::sym_stride", "aten::sym_numel", "aten::size", "aten::stride"})
-ALLOWED_OPS = ALLOCATION_OPS | VIEW_OPS | LAYOUT_OPS | QUERY_OPS
+# composite ops of glue: DispatchRecorder sees what they run (aten::_to_copy, aten::_local_scalar_dense), a
+# RecordFunction observer (ObservedOps) sees them too
+COMPOSITE_GLUE = frozenset({"aten::to", "aten::item", "aten::is_nonzero", "aten::numel", "aten::dim"})
+ALLOWED_OPS = ALLOCATION_OPS | VIEW_OPS | LAYOUT_OPS | QUERY_OPS | COMPOSITE_GLUE
 POISON_OPS = frozenset({"aten::empty", "aten::empty_like", "aten::empty_strided",
                         "aten::new_empty", "aten::new_empty_strided"})
 OWN_OP_PREFIX = "kd_"
@@ -64,6 +67,32 @@ class DispatchRecorder(TorchDispatchMode):
         if self.poison and name in POISON_OPS and isinstance(out, torch.Tensor):
             _poison(out)
         return out
+
+
+class ObservedOps:
+    """Every op the dispatcher runs while active, as RecordFunction sees it (the legacy autograd profiler, CPU side:
+    no thread of its own), whatever dispatch keys a guard excludes — a C++ `ExcludeDispatchKeyGuard` over the
+    Python keys hides the ops under it from DispatchRecorder, not from this. Composite ops are seen as themselves
+    and as what they run (COMPOSITE_GLUE: the composites of allowed glue that DispatchRecorder never sees)."""
+
+    def __init__(self):
+        self.ops: Counter[str] = Counter()
+        self._profile = None
+
+    def __enter__(self) -> ObservedOps:
+        from torch.autograd.profiler_legacy import profile
+
+        self._profile = profile(use_cuda=False)
+        self._profile.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        profile, self._profile = self._profile, None
+        profile.__exit__(*exc)
+        if exc[0] is None:
+            for event in profile.function_events:
+                if "::" in event.name:  # dispatcher ops (namespace::name), not record_function scopes
+                    self.ops[event.name] += 1
 
 
 def _poison(t: torch.Tensor) -> None:
@@ -115,6 +144,12 @@ _LIBRARY_INCLUDES = re.compile(
     r"ATen/native|ATen/ops/|cufft|cusparse|cusolver|curand|nccl)[^>\"]*[>\"]")
 _LIBRARY_CALLS = re.compile(r"\b(cublas\w+|cublasLt\w+|cudnn\w+|cblas_\w+|cufft\w+|cusparse\w+|"
                             r"torch::nn::functional|torch::nn::\w+|at::cuda::blas::\w+)\b")
+# The dispatcher's thread-local state, from C++: excluding the Python dispatch keys hides every ATen call under the
+# guard from the trials' DispatchRecorder (a TorchDispatchMode), and RecordFunction's switches hide them from any
+# observer; a kernel has no use for either.
+_DISPATCH_INTERNALS = re.compile(r"\bc10::impl\b|DispatchKey|DispatchMode|PythonTLSSnapshot|tls_set_dispatch_key|"
+                                 r"tls_local_dispatch_key_set|_force_tls_local|RecordFunction|"
+                                 r"\bAutoDispatch\w*|\bAutoNonVariableTypeMode\b")
 _SIDE_STREAMS = re.compile(r"\b(cudaStreamCreate\w*|getStreamFromPool|cudaStreamBeginCapture|cudaGraphLaunch)\b")
 # ATen compute called from C++: namespace form (torch::matmul(...)) and method form on tensors (x.matmul(...)).
 _CPP_GLUE = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "from_blob", "Tensor", "TensorOptions",
@@ -370,6 +405,10 @@ def check_native_source(text: str, cuda: bool | None = None) -> list[Violation]:
     if m:
         found.append(Violation("torch-compute", f"calls tensor method .{m.group(1)}() in C++: the computation must "
                                                 "be done by your own kernel"))
+    m = _DISPATCH_INTERNALS.search(text)
+    if m:
+        found.append(Violation("torch-internals", f"uses the dispatcher's internals in C++ ({m.group(0)}): what "
+                                                  "forward computes must go through the dispatcher in plain view"))
     m = _SIDE_STREAMS.search(text)
     if m:
         found.append(Violation("side-stream", f"uses {m.group(1)}: work on side streams escapes the harness"))

@@ -21,6 +21,7 @@ import sys
 import threading
 import traceback
 import types
+from collections import Counter
 from multiprocessing.reduction import recv_handle
 from typing import Any
 
@@ -31,7 +32,7 @@ import torch
 
 from verifier import jail
 from verifier.artifacts import load_artifact
-from verifier.legality import DispatchRecorder
+from verifier.legality import DispatchRecorder, ObservedOps
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
 from verifier.tensor_io import (append_tensors, bytes_spanned, content_checksum, describe_tensors, hand_over,
                                 map_copy_on_write, map_shared_staging, new_memory_file, seal, tensors_in,
@@ -260,6 +261,7 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
             inputs = _load_inputs(recv_handle(conn), metas, job["device"])
             calls_before = own_calls()
             recorder = DispatchRecorder(poison=True)
+            observed = ObservedOps()
             try:
                 tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
                 # its inputs' contents before and after: whether the forward wrote them (input-mutation), told
@@ -267,7 +269,7 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                 before = [content_checksum(x) for x in tensors]
                 with torch.no_grad():
                     t0 = _perf_counter()
-                    with recorder:
+                    with observed, recorder:
                         out = model(*inputs)
                     sync()
                     seconds = _perf_counter() - t0
@@ -283,7 +285,9 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                 send(("trial_out", index, {
                     "outputs": written,
                     "inputs_mutated": mutated,
-                    "ops": dict(recorder.ops),
+                    # what the dispatch mode saw, and what the dispatcher ran out of its sight
+                    "ops": dict(recorder.ops + Counter({op: n for op, n in observed.ops.items()
+                                                        if op not in recorder.ops})),
                     "own_calls": own_calls() - calls_before if modules else None,
                     "seconds": seconds,
                 }))
