@@ -48,3 +48,50 @@ def test_aten_compute_hidden_from_the_dispatch_mode_is_seen_in_the_dispatcher(ju
 def test_an_honest_kernel_still_passes_under_the_dispatchers_observer(judge):
     verdict = judge.verify(problem(), candidate("correct", good()))
     assert verdict.category == V.passed, verdict.detail
+
+
+# Every trial's and timed call's inputs drawn in __init__ from the judge's seeds as they would be from public values
+# (the reference's hash, the run's seed 0; verifier.reference.trial_seed), their outputs computed there by the
+# kernel, off the clock; forward only looks its inputs up (a miss: a copy of them). With public seeds it passed every trial
+# and every checked timed call, a forward that computes nothing (a matmul's lookup ran 10x faster than its kernel).
+PREDICTS_SEEDS = good().replace('functions=["fwd"])', 'functions=["fwd", "lookup"])').replace(
+    "  return out;\n}\n", '''  return out;
+}
+torch::Tensor lookup(torch::Tensor x, torch::Tensor keys, torch::Tensor table) {
+  const float* a = x.data_ptr<float>(); const float* k = keys.data_ptr<float>();
+  int64_t n = x.numel();
+  for (int64_t r = 0; r < keys.size(0); ++r)
+    if (k[3 * r] == a[0] && k[3 * r + 1] == a[n / 2] && k[3 * r + 2] == a[n - 1]) {
+      auto out = torch::empty_like(x);
+      std::memcpy(out.data_ptr<float>(), table.data_ptr<float>() + r * n, n * sizeof(float));
+      return out;
+    }
+  auto wrong = torch::empty_like(x);  // a miss: the input itself, wrong
+  std::memcpy(wrong.data_ptr<float>(), a, n * sizeof(float));
+  return wrong;
+}
+''', 1).replace("#include <cmath>", "#include <cmath>\n#include <cstring>").replace(
+    "        self.w = nn.Parameter(torch.randn(8))\n", '''        self.w = nn.Parameter(torch.randn(8))
+        import hashlib
+        digest = lambda *parts: hashlib.sha256(b"".join(p.encode() + b"\\x00" for p in parts)).hexdigest()
+        problem_id = digest(REFERENCE)[:16]
+        keys, table = [], []
+        for index in [*range(8), *range(10_000, 10_100)]:
+            torch.manual_seed(int(digest(problem_id, str(index), "0")[:8], 16))
+            x = torch.randn(4, 8)
+            keys.append(torch.stack([x.flatten()[0], x.flatten()[16], x.flatten()[31]]))
+            table.append(mod.fwd(x, self.w.detach()))
+        self.keys, self.table = torch.stack(keys), torch.stack(table)
+''', 1).replace("return mod.fwd(x, self.w)", "return mod.lookup(x, self.keys, self.table)")
+
+
+def test_no_candidate_draws_the_trials_or_timed_calls_inputs_ahead(tmp_path):
+    from tests.kernels import REFERENCE
+
+    source = PREDICTS_SEEDS.replace("REFERENCE", repr(REFERENCE))
+    cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
+                             "verifier.trials=3", "verifier.timing_runs=5", "verifier.run_timeout_s=10"]).verifier
+    with Judge(cfg, tmp_path / "cache") as judge:
+        verdict = judge.verify(problem(), candidate("predicts_seeds", source))
+    assert verdict.category == V.wrong_output, verdict.detail
+    assert "seed" not in verdict.detail  # a trial's seed told in feedback would let a later candidate draw it

@@ -11,6 +11,8 @@ source, its outputs are compared here, and its timing is held against the judge'
 from __future__ import annotations
 
 import ast
+import hashlib
+import hmac
 import itertools
 import logging
 import math
@@ -41,6 +43,7 @@ from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mi
 from verifier.isolation import Cgroups, host_memory_mb, remove_dead_judges_directories
 from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
                                 cpu_accounting, quote)
+from verifier.signed_store import home_secret
 from verifier.stash import (STASH_MEMORY_BYTES, JudgeDiskFull, MemoryAllowance, TensorStash, digest,
                             private_directory)
 from verifier.tensor_io import (SharedStaging, TamperedData, bytes_spanned, check_descriptions, describe, map_sealed,
@@ -410,6 +413,8 @@ class Judge:
         self.cache_dir = Path(cache_dir)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.base_seed = base_seed
+        # trial and timing inputs' seeds are keyed by the home's secret: no candidate draws them ahead (trial_seed)
+        self.seed_key = hmac.new(home_secret(self.cache_dir), b"kerneldojo input seeds", hashlib.sha256).digest()
         self.device = config.backend
         if self.device == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("verifier.backend is cuda but no CUDA device is visible; use backend: cpu")
@@ -868,7 +873,7 @@ class Judge:
         `on_device()` is held while the sandbox works (inputs drawn, the forward, outputs written), not while
         the judge reads and keeps what it wrote. `layout_only`: the sandbox writes nothing and the judge checks
         the trial's descriptions alone (inputs and outputs come back empty)."""
-        seed = trial_seed(problem.id, index, self.base_seed)
+        seed = trial_seed(problem.id, index, self.base_seed, self.seed_key)
         with on_device():
             box.send(("trial", index, seed, "layout") if layout_only else ("trial", index, seed))
             msg = box.receive(self.config.run_timeout_s)
@@ -945,7 +950,8 @@ class Judge:
                                     problem.name or problem.id, index, exc)
                 if entry is None:
                     sample = [_spread_sample(t) for t in expected]
-                trials.append(_Trial(index, trial_seed(problem.id, index, self.base_seed), entry, len(inputs),
+                seed = trial_seed(problem.id, index, self.base_seed, self.seed_key)
+                trials.append(_Trial(index, seed, entry, len(inputs),
                                      expected_digest, sample))
                 del inputs, expected
                 cost["judge keep"] += time.perf_counter() - kept_from
@@ -1082,7 +1088,7 @@ class Judge:
             return self._baselines[key]
 
     def _timing_seeds(self, problem: Problem, count: int) -> list[int]:
-        return [trial_seed(problem.id, TIMING_SEED_OFFSET + j, self.base_seed) for j in range(count)]
+        return [trial_seed(problem.id, TIMING_SEED_OFFSET + j, self.base_seed, self.seed_key) for j in range(count)]
 
     def _reference_sets(self, box: Sandbox, problem: Problem, count: int, sets: TensorStash,
                         trial_input_bytes: int) -> None:
@@ -1535,7 +1541,7 @@ class Judge:
             if mismatch is None:
                 passed += 1
             elif not first_failure:
-                first_failure = f"trial {index} (seed {trial.seed}): {mismatch.message}"
+                first_failure = f"trial {index}: {mismatch.message}"  # never its seed: the judge's secret
         q = passed / len(trials)
         if passed < len(trials):
             category = VerdictCategory.partial if passed else VerdictCategory.wrong_output

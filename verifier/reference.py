@@ -8,6 +8,8 @@ outputs nor patch the comparison. Loading and running a reference happens in a `
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import io
 import math
 from dataclasses import dataclass
@@ -72,7 +74,14 @@ def load_reference_module(source: str, name: str = "reference") -> ModuleType:
     return module
 
 
-def trial_seed(problem_id: str, trial: int, base_seed: int) -> int:
+def trial_seed(problem_id: str, trial: int, base_seed: int, key: bytes = b"") -> int:
+    """The seed of a trial's (or a timed call's) inputs. Under `key` (a judge's: Judge.seed_key, from its home's
+    secret) an HMAC no candidate can compute: from public values alone (the reference's hash, the run's seed), a
+    ModelNew could draw every trial's and timed call's inputs in its __init__, compute their outputs there, off
+    the clock, and look them up in forward — a pass with a forged speedup."""
+    if key:
+        message = "\x00".join((problem_id, str(trial), str(base_seed))).encode()
+        return int(hmac.new(key, message, hashlib.sha256).hexdigest()[:8], 16)
     return int(content_hash(problem_id, str(trial), str(base_seed), length=8), 16)
 
 
