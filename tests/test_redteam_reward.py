@@ -3,6 +3,8 @@ kernel, or that make their timed calls cheaper than their work. Each is judged t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from schemas import load_config
@@ -95,3 +97,67 @@ def test_no_candidate_draws_the_trials_or_timed_calls_inputs_ahead(tmp_path):
         verdict = judge.verify(problem(), candidate("predicts_seeds", source))
     assert verdict.category == V.wrong_output, verdict.detail
     assert "seed" not in verdict.detail  # a trial's seed told in feedback would let a later candidate draw it
+
+
+# Native code running Python in the sandbox's own interpreter (the C API, its names assembled by the preprocessor:
+# the rules over the text read none): its first call replaces the harness's dispatch recorder and dispatcher
+# observer with ones that see nothing, and every later trial computes with ATen — a legal pass, before.
+INJECTED = """import verifier.sandbox as S
+class _Quiet(S.DispatchRecorder):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+class _Blind(S.ObservedOps):
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return None
+S.DispatchRecorder = _Quiet
+S.ObservedOps = _Blind
+"""
+RUNS_PYTHON = good().replace("#include <cmath>", (
+    "#include <cmath>\n#define KD_PASTE(a, b) a##b\nextern \"C\" int KD_PASTE(P, yRun_SimpleString)(const char*);\n"
+    "extern \"C\" int KD_PASTE(P, yGILState_Ensure)();\nextern \"C\" void KD_PASTE(P, yGILState_Release)(int);\n")).replace(
+    "auto xc = x.contiguous();",
+    "static int calls = 0;\n  if (++calls == 1) {\n    int g = KD_PASTE(P, yGILState_Ensure)();\n"
+    "    int rc = KD_PASTE(P, yRun_SimpleString)(" + json.dumps(INJECTED) + ");\n"
+    "    KD_PASTE(P, yGILState_Release)(g);\n    TORCH_CHECK(rc == 0, \"injection failed\");\n"
+    "  } else return sigmoid(x) * w;\n  auto xc = x.contiguous();")
+
+
+def test_native_code_that_imports_the_interpreter_is_refused_however_it_spells_it(judge):
+    verdict = judge.verify(problem(), candidate("runs_python", RUNS_PYTHON))
+    assert (verdict.category, verdict.rule) == (V.illegal, "interpreter-api"), verdict.detail
+    assert "PyRun_SimpleString" in verdict.detail
+
+
+def test_the_imports_of_a_shared_object_are_read_as_the_linker_wrote_them():
+    """check_artifact_symbols: a fast-path object imports nothing of the interpreter; a pybind11 module (torch's
+    own load_inline) its glue, never what runs or imports code."""
+    from verifier.legality import check_artifact_symbols, undefined_symbols
+
+    assert undefined_symbols(b"not an ELF") == set()
+    module = [v.rule for v in check_artifact_symbols(_elf_importing(["PyObject_GetAttrString", "sinf"]), True)]
+    fast = [v.rule for v in check_artifact_symbols(_elf_importing(["PyObject_GetAttrString", "sinf"]), False)]
+    runs = [v.rule for v in check_artifact_symbols(_elf_importing(["PyRun_SimpleString"]), True)]
+    assert (module, fast, runs) == ([], ["interpreter-api"], ["interpreter-api"])
+
+
+def _elf_importing(names: list[str]) -> bytes:
+    """A minimal ELF64 with a .dynsym of undefined symbols `names` (and its string table)."""
+    import struct
+
+    strtab = b"\0" + b"".join(n.encode() + b"\0" for n in names)
+    symbols, at = [b"\0" * 24], 1
+    for n in names:
+        symbols.append(struct.pack("<IBBHQQ", at, 0x12, 0, 0, 0, 0))
+        at += len(n) + 1
+    dynsym = b"".join(symbols)
+    header_size, dynsym_at = 64, 64
+    strtab_at = dynsym_at + len(dynsym)
+    shoff = strtab_at + len(strtab)
+    header = b"\x7fELF" + bytes([2, 1, 1]) + b"\0" * 9 + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0,
+                                                                      header_size, 0, 0, 64, 3, 2)
+    sections = [b"\0" * 64,
+                struct.pack("<IIQQQQIIQQ", 0, 11, 0, 0, dynsym_at, len(dynsym), 2, 1, 8, 24),
+                struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, strtab_at, len(strtab), 0, 0, 1, 0)]
+    return header + dynsym + strtab + b"".join(sections)

@@ -38,7 +38,7 @@ from schemas.records import Candidate, Problem, Verdict, VerdictCategory
 from verifier.activity import doing, waiting_for
 from verifier.device_lock import MachineDeviceLock, cuda_device_key, machine_lock
 from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, LocalRunner, compiler_errors
-from verifier.legality import check_build_request, check_source, forbidden_ops
+from verifier.legality import check_artifact_symbols, check_build_request, check_source, forbidden_ops
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
 from verifier.isolation import Cgroups, host_memory_mb, remove_dead_judges_directories
 from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
@@ -1449,9 +1449,17 @@ class Judge:
             return None
         if artifact.fallback:
             loading.fallbacks.append(artifact.fallback)
+        shared_object = self.builder(device_index).artifact_bytes(artifact)
+        # what it imports, whatever its text spelled: native code that runs Python in the sandbox's interpreter
+        # rewrites the harness that reports on it (its dispatch recorder, its counts)
+        violations = check_artifact_symbols(shared_object, python_module=artifact.kind == "module")
+        if violations:
+            v = violations[0]
+            return _Outcome(VerdictCategory.illegal, f"illegal ({v.rule}): {v.message}", legal=False, rule=v.rule,
+                            compile_seconds=loading.build_seconds)
         path = box.home.lib / f"{artifact.key}.so"
         if not path.exists():
-            path.write_bytes(self.builder(device_index).artifact_bytes(artifact))
+            path.write_bytes(shared_object)
         box.send(("built", artifact.describe(), str(path)))
         return None
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import struct
 from collections import Counter
 from dataclasses import dataclass
 
@@ -428,6 +429,56 @@ def check_native_source(text: str, cuda: bool | None = None) -> list[Violation]:
             found.append(Violation("inline-asm", "inline assembly other than PTX in device code"))
             break
     return found
+
+
+def undefined_symbols(elf: bytes) -> set[str]:
+    """The names a shared object imports (undefined in its .dynsym), read here in Python: the bytes are what the
+    judge's compiler made of a candidate's source. Empty for anything that is not a little-endian ELF64."""
+    if len(elf) < 64 or elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        return set()
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    sections = []
+    for i in range(shnum):
+        at = shoff + i * shentsize
+        if at + 64 > len(elf):
+            return set()
+        _, kind, _, _, offset, size, link, _, _, entsize = struct.unpack_from("<IIQQQQIIQQ", elf, at)
+        sections.append((kind, offset, size, link, entsize))
+    names = set()
+    for kind, offset, size, link, entsize in sections:
+        if kind != 11 or link >= len(sections) or entsize < 24:  # SHT_DYNSYM and its string table
+            continue
+        _, str_offset, str_size, _, _ = sections[link]
+        strings = elf[str_offset:str_offset + str_size]
+        for at in range(offset, min(offset + size, len(elf) - 23), entsize):
+            name, = struct.unpack_from("<I", elf, at)
+            shndx, = struct.unpack_from("<H", elf, at + 6)
+            if shndx == 0 and name:  # SHN_UNDEF
+                end = strings.find(b"\0", name)
+                names.add(strings[name:end if end >= 0 else None].decode("ascii", "replace"))
+    return names
+
+
+# What a candidate's shared object may import from the interpreter. The fast path binds dispatcher ops, no
+# pybind11: nothing. torch's own load_inline (a pybind11 module): pybind11's and torch's glue, never the entry
+# points that run or import Python code.
+_PYTHON_SYMBOL = re.compile(r"_?Py[A-Z_]\w*")
+_PYTHON_EXECUTION = re.compile(r"PyRun_\w*|Py_CompileString\w*|PyEval_EvalCode\w*|PyEval_EvalFrame\w*|PyImport_\w*|"
+                               r"PyMarshal_\w*|PySys_\w*|Py_Exit|Py_FinalizeEx?|PyOS_\w*")
+
+
+def check_artifact_symbols(elf: bytes, python_module: bool) -> list[Violation]:
+    """Rules over what a candidate's built shared object imports: its native code calls into the interpreter it
+    shares a process with only through symbols it imports, however its source assembled their names (the
+    preprocessor's `##` reads as nothing to the rules over the text)."""
+    imported = undefined_symbols(elf)
+    allowed = (lambda name: not _PYTHON_EXECUTION.fullmatch(name)) if python_module else (lambda name: False)
+    bad = sorted(name for name in imported if _PYTHON_SYMBOL.fullmatch(name) and not allowed(name))
+    if bad:
+        return [Violation("interpreter-api", f"its compiled code imports the Python interpreter's "
+                                             f"{', '.join(bad[:4])}: native code has no business with the interpreter")]
+    return []
 
 
 def check_build_request(request) -> list[Violation]:
