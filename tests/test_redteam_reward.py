@@ -161,3 +161,23 @@ def _elf_importing(names: list[str]) -> bytes:
                 struct.pack("<IIQQQQIIQQ", 0, 11, 0, 0, dynsym_at, len(dynsym), 2, 1, 8, 24),
                 struct.pack("<IIQQQQIIQQ", 0, 3, 0, 0, strtab_at, len(strtab), 0, 0, 1, 0)]
     return header + dynsym + strtab + b"".join(sections)
+
+
+def test_where_the_reference_is_nan_or_inf_only_the_same_value_matches():
+    """A reference that is NaN or ±Inf somewhere (log of a negative draw): any finite value there passed — the
+    difference is NaN or Inf against an Inf bound — and the faithful kernel's NaN failed (NaN never passed)."""
+    import torch
+
+    from verifier.reference import compare_outputs
+
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(0))
+    expected = torch.log(x)
+    anything = torch.where(expected.isnan(), torch.full_like(expected, 12345.0), expected)
+    assert compare_outputs([expected], [torch.log(x)], "default") is None
+    assert "reference is NaN or Inf" in compare_outputs([expected], [anything], "default").message
+    infinite = torch.tensor([float("inf"), -float("inf"), 1.0])
+    assert compare_outputs([infinite], [infinite.clone()], "default") is None
+    for wrong in ([0.0, -float("inf"), 1.0], [-float("inf"), float("inf"), 1.0], [float("nan"), -float("inf"), 1.0]):
+        assert compare_outputs([infinite], [torch.tensor(wrong)], "default") is not None, wrong
+    unwritten = compare_outputs([infinite], [torch.tensor([float("inf"), -float("inf"), float("nan")])], "default")
+    assert "NaN/Inf values" in unwritten.message  # NaN where the reference is finite: as before

@@ -259,14 +259,16 @@ def _index_in(shape: torch.Size, flat: int) -> list[int]:
 def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale: float | None,
                     device: torch.device) -> str | None:
     """What differs between one expected output and the candidate's (same layout), as the rest of the message
-    after its label; None when it matches. One pass over the slices: NaN/Inf in the candidate's output is
-    reported before any tolerance miss, wherever each occurs."""
+    after its label; None when it matches. One pass over the slices: NaN/Inf in the candidate's output where the
+    reference's is finite is reported before any tolerance miss, wherever each occurs; where the reference's is
+    NaN or Inf, the candidate's must be the same (NaN, the same Inf), never any finite value."""
     floating = exp.is_floating_point() or exp.is_complex()
     if floating:
         atol, rtol = TOLERANCES[tolerance].get(exp.dtype, (1e-4, 1e-4))
         allowance = torch.finfo(exp.dtype).eps * scale if scale else 0.0
         widest_atol, widest_rtol = TOLERANCES["kernelbench"].get(exp.dtype, (1e-2, 1e-2))
-    nonfinite, first_nonfinite = 0, None
+    nonfinite, first_nonfinite = 0, None  # NaN/Inf in the output where the reference is finite
+    special, first_special = 0, None  # where the reference is NaN/Inf, an output that is not the same
     differing, first_differing = 0, None  # integer outputs: elements that differ; floating: outside the bound
     worst, worst_at, worst_rel = -1.0, 0, 0.0
     at = lambda t, i: _flat_range(t, i, i + 1).item()
@@ -280,12 +282,22 @@ def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale:
                 first_differing = start + int(unequal.nonzero()[0])
             differing += count
             continue
-        bad_values = ~torch.isfinite(g)
+        expected_finite = torch.isfinite(e)
+        bad_values = ~torch.isfinite(g) & expected_finite
         count = int(bad_values.sum())
         if count and first_nonfinite is None:
             first_nonfinite = start + int(bad_values.nonzero()[0])
         nonfinite += count
         del bad_values
+        if not bool(expected_finite.all()):  # where the reference is NaN or ±Inf the output must be the same:
+            # the difference there is NaN or Inf against an Inf bound, which no tolerance would ever miss
+            missed = ~expected_finite & ~((g.isnan() & e.isnan()) | (g == e))
+            count = int(missed.sum())
+            if count and first_special is None:
+                first_special = start + int(missed.nonzero()[0])
+            special += count
+            del missed
+        del expected_finite
         if nonfinite:  # reported whatever the tolerance says: the rest need not be measured
             continue
         if exp.is_complex():  # .double() would keep the real parts only: the distance of complex numbers
@@ -319,6 +331,10 @@ def _compare_output(exp: torch.Tensor, got: torch.Tensor, tolerance: str, scale:
     if nonfinite:
         return (f"has {nonfinite} NaN/Inf values (first at index {_index_in(exp.shape, first_nonfinite)}); "
                 "unwritten output memory reads as NaN")
+    if special:
+        return (f"has {special} elements where the reference is NaN or Inf and it is not the same (first at index "
+                f"{_index_in(exp.shape, first_special)}: got {at(got, first_special)}, expected "
+                f"{at(exp, first_special)})")
     if not differing:
         return None
     return (f"mismatch: {differing}/{exp.numel()} elements outside atol={atol:g} rtol={rtol:g}"
