@@ -9,7 +9,7 @@ import pytest
 
 from schemas import load_config
 from schemas.records import VerdictCategory as V
-from tests.kernels import candidate, good, problem
+from tests.kernels import candidate, good, problem, with_forward
 from verifier.judge import Judge
 
 # ATen's compute, found by argument-dependent lookup (no static rule names it), under a C++ guard that excludes the
@@ -181,3 +181,24 @@ def test_where_the_reference_is_nan_or_inf_only_the_same_value_matches():
         assert compare_outputs([infinite], [torch.tensor(wrong)], "default") is not None, wrong
     unwritten = compare_outputs([infinite], [torch.tensor([float("inf"), -float("inf"), float("nan")])], "default")
     assert "NaN/Inf values" in unwritten.message  # NaN where the reference is finite: as before
+
+
+# The computation in Python on the host, the kernel called for show (own_calls > 0): numpy's arithmetic reached with
+# no numpy imported and no .numpy() called (an alias of the method), and element by element through float(x[i, j])
+# and out[i, j] = v (select, _local_scalar_dense, fill_: all glue). Both passed as legal.
+NUMPY_BY_ALIAS = with_forward(
+    "mod.fwd(x, self.w)\n        to_host = x.numpy\n        a = to_host()\n        w_host = self.w.detach().numpy\n"
+    "        r = 1.0 / (1.0 + 2.718281828459045 ** (-a)) * w_host()\n        out = torch.empty_like(x)\n"
+    "        into = out.numpy\n        into()[...] = r\n        return out")
+PYTHON_ELEMENTWISE = with_forward(
+    "mod.fwd(x, self.w)\n        out = torch.empty_like(x)\n        for i in range(x.shape[0]):\n"
+    "            for j in range(x.shape[1]):\n"
+    "                out[i, j] = 1.0 / (1.0 + 2.718281828459045 ** (-float(x[i, j]))) * float(self.w[j])\n"
+    "        return out")
+
+
+@pytest.mark.parametrize("name", ["numpy_by_alias", "python_elementwise"])
+def test_compute_in_python_on_the_host_is_not_the_candidates_kernel(judge, name):
+    source = {"numpy_by_alias": NUMPY_BY_ALIAS, "python_elementwise": PYTHON_ELEMENTWISE}[name]
+    verdict = judge.verify(problem(), candidate(name, source))
+    assert (verdict.category, verdict.rule) == (V.illegal, "host-compute"), verdict.detail

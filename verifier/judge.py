@@ -73,6 +73,8 @@ HANG_DATA_FACTOR = 4.0  # ... plus this many times the rest of the reference's t
 # tensors), which a candidate's trial repeats at the same sizes: a factor on the forward alone
 HAND_OVER_TIMEOUT_S = 30.0  # a sandbox sends its sealed memory file right after the message that announces it
 LOAD_FIRST_MEMORY_MB = 4096  # a candidate's first look (verifier.build_first): its module, its builds, its ModelNew
+HOST_READS_PER_FORWARD = 16  # tensor values a forward may read on the host (a scalar parameter's .item()); beyond,
+# it computes in Python: element by element, read with float(x[i, j]), written with out[i, j] = v (fill_: glue)
 FLOOR_SLACK = 0.5  # below half the copy-bandwidth bound is impossible (a read-mostly kernel may beat a copy)
 
 __all__ = ["Judge", "Devices", "SandboxStartError", "map_native_line", "INIT_SEED"]
@@ -1562,6 +1564,10 @@ class Judge:
         if bad:
             return "torch-compute", (f"ModelNew.forward called torch op(s) {', '.join(bad[:5])}; the computation "
                                      "must be done by your own kernel (allowed glue: allocation, views, .contiguous())")
+        reads = result["ops"].get("aten::_local_scalar_dense", 0)
+        if reads > HOST_READS_PER_FORWARD:
+            return "host-compute", (f"ModelNew.forward read {reads} tensor values on the host (.item(), float(t), "
+                                    "bool(t)): the computation must be done by your own kernel, not by Python")
         if result["own_calls"] is None:
             return "no-own-kernel", "the candidate compiled no extension of its own (load_inline)"
         if result["own_calls"] == 0:

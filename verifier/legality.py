@@ -120,7 +120,11 @@ _FORBIDDEN_MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subpr
                       "weakref", "atexit", "sysconfig", "pyseccomp",
                       # the harness itself
                       "verifier", "training", "tasks", "flows", "warehouse", "schemas", "operators"}
-_HOST_COMPUTE_MODULES = {"numpy", "scipy", "math"}  # math is fine for constants, not as a module of kernels
+_HOST_COMPUTE_MODULES = {"numpy", "scipy", "math"}
+# A tensor's values as a host array (numpy's arithmetic with no numpy imported), named however they are reached: an
+# alias (`f = x.numpy; f()`) is no call of .numpy()
+_HOST_ARRAYS = {"numpy", "tolist", "__array__", "__array_interface__", "__array_struct__", "__array_wrap__",
+                "__array_priority__", "__dlpack__", "__cuda_array_interface__"}  # math is fine for constants, not as a module of kernels
 _PROCESS_CALLS = {"exit", "quit", "_exit", "abort", "kill"}
 _OS_CALLS = {"system", "fork", "forkpty", "popen", "execv", "execve", "execvp", "spawnv", "killpg"}
 _DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "setattr", "delattr", "globals", "vars", "locals",
@@ -314,7 +318,10 @@ class _Checker(ast.NodeVisitor):
             self.add("dynamic-code", f"uses {node.id}")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in _DUNDER_ESCAPES:
+        if node.attr in _HOST_ARRAYS:
+            self.add("host-compute", f"uses .{node.attr}: a tensor's values as a host array are computed on by the "
+                                     "host, not your kernels")
+        elif node.attr in _DUNDER_ESCAPES:
             self.add("dynamic-code", f"uses .{node.attr}")
         elif node.attr in _ESCAPE_ATTRIBUTES and not (node.attr == "modules" and self._is_method_call(node)):
             self.add("dynamic-code", f"uses .{node.attr}: interpreter and dispatcher internals are off limits")
