@@ -202,3 +202,41 @@ def test_compute_in_python_on_the_host_is_not_the_candidates_kernel(judge, name)
     source = {"numpy_by_alias": NUMPY_BY_ALIAS, "python_elementwise": PYTHON_ELEMENTWISE}[name]
     verdict = judge.verify(problem(), candidate(name, source))
     assert (verdict.category, verdict.rule) == (V.illegal, "host-compute"), verdict.detail
+
+
+# OPEN: the kernel's own computation in the correctness trials, ATen's from the first warm-up call on (the 3 trials
+# counted; the trials' poisoned allocations tell them apart too). Warm-up and timed calls run with no dispatch
+# recorder or observer: their outputs are right, so nothing says the timed work was not the candidate's. On a
+# 384x384 matmul a naive kernel passed at 0.05x eager, the same kernel with ATen's matmul when timed at 0.58x.
+ATEN_WHEN_TIMED = good().replace("auto xc = x.contiguous();",
+                                 "static int calls = 0;\n  if (++calls > 3) return sigmoid(x) * w;\n"
+                                 "  auto xc = x.contiguous();")
+
+
+@pytest.mark.xfail(strict=True, reason="open: the timed calls' ops are not observed (verifier/sandbox.py "
+                                       "_serve_timing); see the red-team report")
+def test_aten_compute_in_the_timed_calls_alone_is_illegal(tmp_path):
+    cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
+                             "verifier.trials=3", "verifier.timing_runs=5", "verifier.run_timeout_s=10"]).verifier
+    with Judge(cfg, tmp_path / "cache") as judge:
+        verdict = judge.verify(problem(), candidate("aten_when_timed", ATEN_WHEN_TIMED))
+    assert (verdict.category, verdict.rule) == (V.illegal, "torch-compute"), verdict.detail
+
+
+# OPEN: the same injection as RUNS_PYTHON through torch's own load_inline (explicit pybind11: a pybind11 module), with
+# only what pybind11's glue imports anyway (PyEval_GetBuiltins, then the builtins' exec): the symbol check allows a
+# module its glue, and the glue reaches the interpreter.
+RUNS_PYTHON_AS_MODULE = good().replace("#include <cmath>", "#include <cmath>\n#define KD_PASTE(a, b) a##b\n").replace(
+    "auto xc = x.contiguous();",
+    "static int calls = 0;\n  if (++calls == 1) {\n"
+    "    auto builtins = pybind11::reinterpret_borrow<pybind11::dict>(KD_PASTE(P, yEval_GetBuiltins)());\n"
+    "    builtins[\"ex\" \"ec\"](" + json.dumps(INJECTED) + ");\n"
+    "  } else return sigmoid(x) * w;\n  auto xc = x.contiguous();").replace('functions=["fwd"])', ")").replace(
+    "  return out;\n}\n", "  return out;\n}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"fwd\", &fwd); }\n", 1)
+
+
+@pytest.mark.xfail(strict=True, reason="open: a pybind11 module's own imports reach the interpreter "
+                                       "(verifier/legality.py check_artifact_symbols); see the red-team report")
+def test_native_code_that_runs_python_through_pybind11s_glue_is_refused(judge):
+    verdict = judge.verify(problem(), candidate("runs_python_as_module", RUNS_PYTHON_AS_MODULE))
+    assert verdict.category == V.illegal, verdict.detail
