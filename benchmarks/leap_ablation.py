@@ -268,14 +268,16 @@ def _mean_std(values: list[float], digits: int = 3) -> str:
 
 def ablation_table(results: list[dict], turn: int) -> str:
     """Markdown: one row per method, mean ± std over seeds."""
+    from warehouse.reports import harnesses
+
     lines = [f"| method | held-out accuracy, turn 1 | accuracy by turn {turn} | train steps | train wall s | "
-             "verifier calls | seeds |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "verifier calls | seeds | harness |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for method in dict.fromkeys(r["method"] for r in results):
         rows = [r for r in results if r["method"] == method]
         pick = lambda key: [float(r[key]) for r in rows if r.get(key) is not None]  # noqa: E731
         lines.append(f"| {method} | {_mean_std(pick('accuracy/turn_1'))} | {_mean_std(pick(f'accuracy/turn_{turn}'))} "
                      f"| {_mean_std(pick('steps'), 1)} | {_mean_std(pick('train_seconds'), 1)} "
-                     f"| {_mean_std(pick('verifier_calls'), 0)} | {len(rows)} |")
+                     f"| {_mean_std(pick('verifier_calls'), 0)} | {len(rows)} | {harnesses(rows)} |")
     return "\n".join(lines)
 
 
@@ -366,7 +368,8 @@ def main(argv: list[str] | None = None) -> None:
     warehouse = Warehouse(Home.of(config).warehouse_path)
     client = MlflowClient(default_tracking_uri(Home.of(config).root))
     for r in results:
-        r.update({k: v for k, v in warehouse.summary(r["evaluate"]).items() if k.startswith("accuracy/")})
+        r.update({k: v for k, v in warehouse.summary(r["evaluate"]).items()
+                  if k.startswith("accuracy/") or k == "harness"})  # the verifier that judged the evaluation
         r["curve"] = []
         if "leap_rl" not in r:  # the warmup policy's own evaluation: nothing trained
             continue

@@ -360,7 +360,7 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
         trained = finished("leap_rl", [warmup], {"steps": 4, "train_seconds": 30.0, "verifier_calls": 99},
                            {"leap_rl": LEAP_PRESETS[method]})
         runs[f"{method}@0"] = {"leap_rl": trained, "evaluate": finished(
-            "evaluate", [trained], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_1 + 0.25})}
+            "evaluate", [trained], {"accuracy/turn_1": turn_1, "accuracy/turn_3": turn_1 + 0.25, "harness": "8"})}
     runs["before@0"] = {"evaluate": finished("evaluate", [warmup], {"accuracy/turn_1": 0.5, "accuracy/turn_3": 0.5})}
     # per problem (p1, p2) and turn: LEAP passes p1 at once and p2 at turn 2; GRPO passes neither; the warmup p1
     for method, passes in (("leap", {("p1", 1), ("p2", 2)}), ("grpo", set()), ("before", {("p1", 1)})):
@@ -383,7 +383,8 @@ def test_leap_ablation_goes_on_from_its_state_and_tables_only_when_every_method_
     printed = capsys.readouterr().out
     assert "grpo (seed 0) leap_rl and after wait for the next invocation" in printed
     assert "2 of 3 methods and seeds done" in printed and "| leap | 0.500 | 0.750 | 4.0 |" in printed
-    assert "| before | 0.500 | 0.500 | - | - | - | 1 |" in printed
+    assert "| before | 0.500 | 0.500 | - | - | - | 1 | <=6 |" in printed  # the verifier that judged it: unsaid
+    assert "| leap | 0.500 | 0.750 | 4.0 | 30.0 | 99 | 1 | 8 |" in printed
     assert len(warehouse.stage_runs()) == 6  # nothing started
     assert list(json.loads(state.read_text())["runs"]) == ["before@0", "leap@0"]
     state.write_text(json.dumps({"warmup": warmup, "verifier_cache": "per arm", "runs": runs}))  # grpo finished by another command

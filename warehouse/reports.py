@@ -44,11 +44,11 @@ def held_out_table(per_seed: list[list[dict]], max_turns: int) -> str:
         problems = sorted({int(r.get("problems", 0)) for r in rows})
         lines.append(f"| {stage} | {_mean_std(pick('accuracy/turn_1'))} | {_mean_std(pick(f'accuracy/turn_{turn}'))} "
                      f"| {_mean_std(pick('faster_rate'))} | {'/'.join(map(str, problems))} "
-                     f"| {_mean_std(pick('wall_s'))} | {_harnesses(rows)} |")
+                     f"| {_mean_std(pick('wall_s'))} | {harnesses(rows)} |")
     return "\n".join(lines)
 
 
-def _harnesses(rows: list[dict]) -> str:
+def harnesses(rows: list[dict]) -> str:
     """The verifier harnesses that judged these evaluations (seeds judged by different ones are not quite one
     measurement); "<=6" for one recorded before evaluations said (harness 7)."""
     known = sorted({str(r["harness"]) for r in rows if "harness" in r}, key=lambda v: (len(v), v))
