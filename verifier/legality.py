@@ -120,11 +120,11 @@ _FORBIDDEN_MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subpr
                       "weakref", "atexit", "sysconfig", "pyseccomp",
                       # the harness itself
                       "verifier", "training", "tasks", "flows", "warehouse", "schemas", "operators"}
-_HOST_COMPUTE_MODULES = {"numpy", "scipy", "math"}
+_HOST_COMPUTE_MODULES = {"numpy", "scipy", "math"}  # math is fine for constants, not as a module of kernels
 # A tensor's values as a host array (numpy's arithmetic with no numpy imported), named however they are reached: an
 # alias (`f = x.numpy; f()`) is no call of .numpy()
 _HOST_ARRAYS = {"numpy", "tolist", "__array__", "__array_interface__", "__array_struct__", "__array_wrap__",
-                "__array_priority__", "__dlpack__", "__cuda_array_interface__"}  # math is fine for constants, not as a module of kernels
+                "__array_priority__", "__dlpack__", "__cuda_array_interface__"}
 _PROCESS_CALLS = {"exit", "quit", "_exit", "abort", "kill"}
 _OS_CALLS = {"system", "fork", "forkpty", "popen", "execv", "execve", "execvp", "spawnv", "killpg"}
 _DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "setattr", "delattr", "globals", "vars", "locals",
