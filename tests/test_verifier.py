@@ -1054,12 +1054,14 @@ def test_the_bound_widens_by_one_roundoff_of_the_summed_magnitudes_and_never_pas
 def test_an_honest_sum_in_another_order_passes(verifier_cache):
     """On the H200 a policy's sums of 1-3 M normal values failed trials by 2-7 x 10^-4 relative (rel to a result
     near zero, from terms adding up to millions): one float accumulator in sequence differs from torch's
-    pairwise sum by up to ~0.1 on 4 M values. It passes; an accumulator that loses a unit does not."""
+    pairwise sum by up to ~0.1 on 4 M values. It passes; an accumulator off by a few units does not. (The bound
+    is 0.4 for summation order plus 1e-4 of the result, ~±2,000: an offset of 1 passed the trials whose sum the
+    home's secret seeds drew beyond ~5,000 — 1.5 % of draws — so the test's own offset is 4, beyond any draw.)"""
     cfg = load_config(None, ["verifier.use_cache=false", "verifier.trials=3", "verifier.timing_runs=2",
                              "verifier.run_timeout_s=20"]).verifier
     full_sum = Problem(id=Problem.make_id(FULL_SUM), source="test", reference=FULL_SUM, name="full_sum")
     honest = SEQUENTIAL_SUM.replace("OFFSET ", "")
-    off = SEQUENTIAL_SUM.replace("OFFSET ", "1.0f + ")
+    off = SEQUENTIAL_SUM.replace("OFFSET ", "4.0f + ")
     with Judge(cfg, verifier_cache) as judge:
         verdicts = {name: judge.verify(full_sum, Candidate(id=Candidate.make_id(full_sum.id, src, "cpu"),
                                                             problem_id=full_sum.id, source=src))
