@@ -389,20 +389,21 @@ def main(argv: list[str] | None = None) -> None:
             outcomes.setdefault(r["seed"], {})[r["method"]] = problem_outcomes(warehouse, r["evaluate"], turn)
         table += "\n\n" + paired_change_table(list(outcomes.values()), compared, turn)
     command = "python -m benchmarks.leap_ablation " + " ".join(argv if argv is not None else sys.argv[1:])
+    markdown = f"```\n{command}\n```\n\nfrom warmup_rl run {warmup}\n\n{table}\n"
     if not complete:
         planned = (len(args.methods) + args.before) * len(args.seeds)
         print(f"{len(results)} of {planned} methods and seeds done (`{BEFORE}`: the warmup's own evaluation); "
               + ("the state is as it was" if args.report else f"the same command goes on from {args.state}") + "\n")
         print(table)
         if args.report and args.markdown:
-            Path(args.markdown).write_text(f"```\n{command}\n```\n\nfrom warmup_rl run {warmup}\n\n{table}\n")
+            Path(args.markdown).write_text(markdown)
         return
     mlflow_run = log_comparison(config, results, table, command)
     print(f"from warmup_rl run {warmup}; {args.seconds:g} s of training per method and seed\n")
     print(table)
     print(f"\nMLflow run {mlflow_run} (leap_ablation) holds the table and the curves")
     if args.markdown:
-        Path(args.markdown).write_text(f"```\n{command}\n```\n\nfrom warmup_rl run {warmup}\n\n{table}\n")
+        Path(args.markdown).write_text(markdown)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))
 
