@@ -21,10 +21,14 @@ limited() {
   local seconds=$1; shift
   timeout -k 12 "$seconds" "$@" &
   local guard=$!
+  # the dumper's sleep must not hold the call's stdout: a command piped into `tail` waited for it to the end of
+  # its sleep (session 18: two ablation calls done at ~290 s ended at ~545 s, 500 s of device time lost)
   ( sleep $(( seconds + 2 )); for late in 0 6; do sleep "$late"
-      for pid in $(pgrep -P "$guard" || true); do kill -USR1 "$pid" 2>/dev/null || true; done; done ) &
+      for pid in $(pgrep -P "$guard" || true); do kill -USR1 "$pid" 2>/dev/null || true; done; done ) \
+    </dev/null >/dev/null 2>&1 &
   local dumper=$! rc=0
   wait "$guard" || rc=$?
+  pkill -P "$dumper" 2>/dev/null || true
   kill "$dumper" 2>/dev/null || true
   return "$rc"
 }
