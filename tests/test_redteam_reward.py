@@ -9,7 +9,7 @@ import pytest
 
 from schemas import load_config
 from schemas.records import VerdictCategory as V
-from tests.kernels import candidate, good, problem, with_forward
+from tests.kernels import CALL, candidate, good, problem, with_forward
 from verifier.judge import Judge
 
 # ATen's compute, found by argument-dependent lookup (no static rule names it), under a C++ guard that excludes the
@@ -18,7 +18,7 @@ EXCLUSION = ("c10::impl::ExcludeDispatchKeyGuard no_modes(c10::DispatchKeySet({c
              "c10::DispatchKey::PythonTLSSnapshot}));\n  return sigmoid(x) * w;\n  auto xc = x.contiguous();")
 EXCLUDES_PYTHON_KEYS = good().replace("auto xc = x.contiguous();", EXCLUSION)
 # The same with every name assembled by the preprocessor: the static rules read none of them, the dispatcher still
-# runs the ops, and RecordFunction (verifier.legality.ObservedOps) sees them there.
+# runs the ops, and RecordFunction (verifier/op_watch.py) sees them there.
 PASTED = ("#include <cmath>\n#define KD_PASTE(a, b) a##b\n#define KD_CAT(a, b) KD_PASTE(a, b)\n"
           "#define KD_NS KD_CAT(c10::im, pl)\n#define KD_KEY KD_CAT(c10::Dispatch, Key)\n")
 EXCLUDES_PYTHON_KEYS_PASTED = good().replace("#include <cmath>", PASTED).replace(
@@ -106,13 +106,11 @@ INJECTED = """import verifier.sandbox as S
 class _Quiet(S.DispatchRecorder):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
-class _Blind(S.ObservedOps):
-    def __enter__(self):
-        return self
-    def __exit__(self, *exc):
-        return None
+class _Blind(S.OpWatch):
+    def take(self):
+        return {}
 S.DispatchRecorder = _Quiet
-S.ObservedOps = _Blind
+S.OpWatch.take = _Blind.take
 """
 RUNS_PYTHON = good().replace("#include <cmath>", (
     "#include <cmath>\n#define KD_PASTE(a, b) a##b\nextern \"C\" int KD_PASTE(P, yRun_SimpleString)(const char*);\n"
@@ -204,23 +202,29 @@ def test_compute_in_python_on_the_host_is_not_the_candidates_kernel(judge, name)
     assert (verdict.category, verdict.rule) == (V.illegal, "host-compute"), verdict.detail
 
 
-# OPEN: the kernel's own computation in the correctness trials, ATen's from the first warm-up call on (the 3 trials
-# counted; the trials' poisoned allocations tell them apart too). Warm-up and timed calls run with no dispatch
-# recorder or observer: their outputs are right, so nothing says the timed work was not the candidate's. On a
-# 384x384 matmul a naive kernel passed at 0.05x eager, the same kernel with ATen's matmul when timed at 0.58x.
+# The kernel's own computation in the correctness trials, ATen's from the first warm-up call on (the 3 trials
+# counted; the trials' poisoned allocations tell them apart too). Before the op watch, warm-up and timed calls ran with
+# no recorder or observer: their outputs are right, so nothing said the timed work was not the candidate's. On a
+# 384x384 matmul a naive kernel passed at 0.05x eager, the same kernel with ATen's matmul when timed at 0.58x. In C++
+# (ATen by argument-dependent lookup) and in Python (a tensor method: no static rule names it), the same.
 ATEN_WHEN_TIMED = good().replace("auto xc = x.contiguous();",
                                  "static int calls = 0;\n  if (++calls > 3) return sigmoid(x) * w;\n"
                                  "  auto xc = x.contiguous();")
+PYTHON_ATEN_WHEN_TIMED = good().replace("mod = load_inline", "CALLS = []\nmod = load_inline").replace(
+    CALL, "CALLS.append(1)\n        if len(CALLS) > 3:\n            return x.sigmoid() * self.w\n        " + CALL)
 
 
-@pytest.mark.xfail(strict=True, reason="open: the timed calls' ops are not observed (verifier/sandbox.py "
-                                       "_serve_timing); see the red-team report")
-def test_aten_compute_in_the_timed_calls_alone_is_illegal(tmp_path):
+@pytest.mark.parametrize("name", ["cpp", "python"])
+def test_aten_compute_in_the_timed_calls_alone_is_illegal(tmp_path, name):
     cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
                              "verifier.trials=3", "verifier.timing_runs=5", "verifier.run_timeout_s=10"]).verifier
+    source = {"cpp": ATEN_WHEN_TIMED, "python": PYTHON_ATEN_WHEN_TIMED}[name]
     with Judge(cfg, tmp_path / "cache") as judge:
-        verdict = judge.verify(problem(), candidate("aten_when_timed", ATEN_WHEN_TIMED))
+        verdict = judge.verify(problem(), candidate(f"aten_when_timed_{name}", source))
+        honest = judge.verify(problem(), candidate("correct", good()))
     assert (verdict.category, verdict.rule) == (V.illegal, "torch-compute"), verdict.detail
+    assert "aten::sigmoid" in verdict.detail and "timed calls" in verdict.detail
+    assert honest.category == V.passed and honest.speedup_vs_eager is not None, honest.detail  # timed: its calls all glue
 
 
 # OPEN: the same injection as RUNS_PYTHON through torch's own load_inline (explicit pybind11: a pybind11 module), with

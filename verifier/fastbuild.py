@@ -46,6 +46,7 @@ from typing import NoReturn
 import torch
 from torch.utils import cpp_extension
 
+from verifier import op_watch
 from verifier.artifacts import load_artifact
 from verifier.isolation import open_sandbox_file
 from verifier.signed_store import SignedStore, home_secret
@@ -663,6 +664,20 @@ class FastInlineBuilder:
                 self.cache_dir / "bridge" / f"{kind}-{sig}", BRIDGE_LIBRARY,
                 lambda directory, out: self._build_bridge(kind, out))
         return self._pch_dirs[f"bridge-{kind}"]
+
+    def op_watch_library(self) -> Path:
+        """libkd_watch.so (verifier/op_watch.cpp), built once per signature with torch's headers: every sandbox that
+        runs a candidate loads it before the candidate's code. Under bridge/, which every sandbox sees read-only."""
+        if "op_watch" not in self._pch_dirs:
+            source = op_watch.SOURCE.read_text()
+            sig = _signature(self.compiler, self._compiler_version(), torch.__version__, *_BASE_FLAGS,
+                             *_torch_flags(), source)
+            lib = Path(torch.__file__).parent / "lib"
+            self._pch_dirs["op_watch"] = self._built_once(
+                self.cache_dir / "bridge" / f"watch-{sig}", op_watch.LIBRARY,
+                lambda directory, out: [self.compiler, *_BASE_FLAGS, "-shared", str(op_watch.SOURCE), "-o", str(out),
+                                        *_torch_flags(), f"-L{lib}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"])
+        return self._pch_dirs["op_watch"] / op_watch.LIBRARY
 
     def _bridge_or_gap(self, kind: str) -> Path:
         """The bridge, or a shim gap when it cannot be built here: the candidate then takes the slower path,

@@ -391,6 +391,7 @@ class _Window:
     output_bytes: int = 0
     prepared: float = float("nan")  # the sandbox's own clock (diagnosis only): putting inputs in place, all calls
     kept: float = float("nan")  # and keeping their outputs
+    ops: dict[str, int] = field(default_factory=dict)  # what the dispatcher ran in the warm-up and timed calls
 
     def output(self, k: int) -> list[torch.Tensor]:
         """The k-th checked call's outputs, read only now (one call's at a time)."""
@@ -763,10 +764,7 @@ class Judge:
                 box = self.sandboxes.take_run_sandbox(device_index)
                 loading = _Loading()  # its fallbacks join the verdict's only if this look is the verdict
                 try:
-                    box.start({"source": candidate.source, "device": self._device_str(device_index),
-                               "init_inputs": dumps(init_inputs), "init_seed": INIT_SEED, "num_threads": 1,
-                               "threads": self.config.candidate_threads or self.config.isolation == "none",
-                               "load_only": True})
+                    box.start(self._run_job(candidate, device_index, init_inputs, load_only=True))
                     try:
                         outcome = self._load(box, candidate.source, device_index, loading)
                     except (SandboxStarved, *SANDBOX_READ_ERRORS):  # the whole judgement decides, with its remedies
@@ -1277,8 +1275,9 @@ class Judge:
         msg = box.receive(budget)
         if msg is None or msg[0] != "timed" or len(msg) != 2 or not isinstance(msg[1], dict):
             return msg
-        seconds, total = msg[1].get("seconds"), msg[1].get("total")
-        if not isinstance(seconds, float) or not isinstance(total, float) or seconds < 0 or total < 0:
+        seconds, total, ops = msg[1].get("seconds"), msg[1].get("total"), msg[1].get("ops")
+        if not isinstance(seconds, float) or not isinstance(total, float) or seconds < 0 or total < 0 \
+                or not isinstance(ops, dict) or not all(isinstance(k, str) and type(v) is int for k, v in ops.items()):
             return ("garbled", "timing report")
         # the sandbox's account of its own work around the calls: shown to whoever diagnoses a window, never
         # believed (anything but a float becomes nan)
@@ -1293,7 +1292,7 @@ class Judge:
         for n in msg[2]:
             metas.append(msg[1][start:start + n])
             start += n
-        return _Window(seconds, total, window, box.home.io_out / "timed.bin", metas, output_bytes, prepared, kept)
+        return _Window(seconds, total, window, box.home.io_out / "timed.bin", metas, output_bytes, prepared, kept, ops)
 
     # -- sandboxed build and run ----------------------------------------------------------
     def _dynamic(self, problem: Problem, candidate: Candidate, devices: Devices, device_index: int,
@@ -1306,10 +1305,7 @@ class Judge:
         box = self.sandboxes.take_run_sandbox(device_index)
         loading = _Loading(fallbacks=phases.build_fallbacks)  # the same list: the verdict reports it
         try:
-            box.start({"source": candidate.source, "device": self._device_str(device_index),
-                       "init_inputs": dumps(reference.init_inputs), "init_seed": INIT_SEED, "num_threads": 1,
-                       # no seccomp to stack one more rule on without the jail (trusted code only)
-                       "threads": self.config.candidate_threads or self.config.isolation == "none"})
+            box.start(self._run_job(candidate, device_index, reference.init_inputs))
             phases.mark("start")
             try:
                 outcome = self._drive(box, problem, candidate.source, reference, devices, device_index, phases,
@@ -1333,6 +1329,15 @@ class Judge:
             phases.mark("teardown")
             if paused := box.paused_seconds():  # stopped while others were timed on its device (within its phases)
                 phases.seconds["paused"] = round(phases.seconds.get("paused", 0.0) + paused, 4)
+
+    def _run_job(self, candidate: Candidate, device_index: int, init_inputs: list[Any], **extra: Any) -> dict[str, Any]:
+        """What a run sandbox is started with: the candidate, its device, ModelNew's arguments, and the op watch
+        (verifier/op_watch.py) it loads before the candidate's code."""
+        return {"source": candidate.source, "device": self._device_str(device_index),
+                "init_inputs": dumps(init_inputs), "init_seed": INIT_SEED, "num_threads": 1,
+                # no seccomp to stack one more rule on without the jail (trusted code only)
+                "threads": self.config.candidate_threads or self.config.isolation == "none",
+                "op_watch": str(self.builder(device_index).op_watch_library()), **extra}
 
     def _drive(self, box: Sandbox, problem: Problem, source: str, reference: _Reference, devices: Devices,
                device_index: int, phases: _Phases, loading: _Loading) -> _Outcome:
@@ -1594,6 +1599,11 @@ class Judge:
                     return _Outcome(VerdictCategory.runtime_error, box.death_detail(result[1], "while being timed"),
                                     **compiled_ok)
                 return _tampered(quote(result), compile_seconds)
+            illegal = _timed_calls_legality(result.ops, cfg.timing_warmup + eager.runs)
+            if illegal is not None:
+                rule, message = illegal
+                return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {message}", legal=False, rule=rule,
+                                **compiled_ok)
             for k, index in enumerate(sorted(eager.checked)):  # one call's outputs at a time
                 expected = eager.expected.get(eager.checked[index])
                 try:
@@ -1830,6 +1840,21 @@ def _reference_replies(problem: Problem) -> Iterator[None]:
         log.exception("problem %s: the judge could not read its reference sandbox's replies", problem.name or problem.id)
         raise ReferenceError(f"problem {problem.name or problem.id}: the judge could not read its reference "
                              f"sandbox's replies ({type(exc).__name__})") from exc
+
+
+def _timed_calls_legality(ops: dict[str, int], calls: int) -> tuple[str, str] | None:
+    """(rule, message) when the warm-up and timed calls ran what the trials' rules refuse: a kernel that tells them
+    from the trials (a count of its calls, the trials' poisoned allocations) and does ATen's work only there."""
+    bad = forbidden_ops(ops)
+    if bad:
+        return "torch-compute", (f"ModelNew.forward called torch op(s) {', '.join(bad[:5])} in its warm-up and timed "
+                                 "calls; the computation must be done by your own kernel in every call, not only "
+                                 "in the correctness trials")
+    reads = ops.get("aten::_local_scalar_dense", 0) / max(calls, 1)
+    if reads > HOST_READS_PER_FORWARD:
+        return "host-compute", (f"ModelNew.forward read {reads:.0f} tensor values a call on the host in its timed "
+                                "calls (.item(), float(t), bool(t)): the computation must be done by your own kernel")
+    return None
 
 
 def _tampered(why: str, compile_seconds: float) -> _Outcome:

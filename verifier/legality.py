@@ -5,9 +5,11 @@ Two layers, both cheap:
   judge before anything runs: patching torch or the harness, exiting the process,
   inheriting from the reference, library math includes;
 - a run-time record of every ATen op `ModelNew.forward` dispatches (a
-  TorchDispatchMode inside the sandbox), checked in the judge against the glue
-  DESIGN.md §4 allows. The same mode poisons fresh allocations so that output
-  memory a kernel never writes is caught by the comparison.
+  TorchDispatchMode inside the sandbox, and a RecordFunction callback that sees
+  what a C++ guard hides from the mode: verifier/op_watch.py), in the trials and
+  the timed calls, checked in the judge against the glue DESIGN.md §4 allows.
+  The mode poisons fresh allocations so that output memory a kernel never writes
+  is caught by the comparison.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ VIEW_OPS = frozenset({
 LAYOUT_OPS = frozenset({"aten::clone", "aten::copy_", "aten::contiguous"})
 QUERY_OPS = frozenset({"aten::_local_scalar_dense", "aten::is_contiguous", "aten::sym_size",
                        "aten::sym_stride", "aten::sym_numel", "aten::size", "aten::stride"})
-# composite ops of glue: DispatchRecorder sees what they run (aten::_to_copy, aten::_local_scalar_dense), a
-# RecordFunction observer (ObservedOps) sees them too
+# composite ops of glue: DispatchRecorder sees what they run (aten::_to_copy, aten::_local_scalar_dense), the
+# sandbox's RecordFunction callback (verifier/op_watch.py) sees them too
 COMPOSITE_GLUE = frozenset({"aten::to", "aten::item", "aten::is_nonzero", "aten::numel", "aten::dim"})
 ALLOWED_OPS = ALLOCATION_OPS | VIEW_OPS | LAYOUT_OPS | QUERY_OPS | COMPOSITE_GLUE
 POISON_OPS = frozenset({"aten::empty", "aten::empty_like", "aten::empty_strided",
@@ -68,32 +70,6 @@ class DispatchRecorder(TorchDispatchMode):
         if self.poison and name in POISON_OPS and isinstance(out, torch.Tensor):
             _poison(out)
         return out
-
-
-class ObservedOps:
-    """Every op the dispatcher runs while active, as RecordFunction sees it (the legacy autograd profiler, CPU side:
-    no thread of its own), whatever dispatch keys a guard excludes — a C++ `ExcludeDispatchKeyGuard` over the
-    Python keys hides the ops under it from DispatchRecorder, not from this. Composite ops are seen as themselves
-    and as what they run (COMPOSITE_GLUE: the composites of allowed glue that DispatchRecorder never sees)."""
-
-    def __init__(self):
-        self.ops: Counter[str] = Counter()
-        self._profile = None
-
-    def __enter__(self) -> ObservedOps:
-        from torch.autograd.profiler_legacy import profile
-
-        self._profile = profile(use_cuda=False)
-        self._profile.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        profile, self._profile = self._profile, None
-        profile.__exit__(*exc)
-        if exc[0] is None:
-            for event in profile.function_events:
-                if "::" in event.name:  # dispatcher ops (namespace::name), not record_function scopes
-                    self.ops[event.name] += 1
 
 
 def _poison(t: torch.Tensor) -> None:

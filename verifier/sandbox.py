@@ -32,7 +32,8 @@ import torch
 
 from verifier import jail
 from verifier.artifacts import load_artifact
-from verifier.legality import DispatchRecorder, ObservedOps
+from verifier.legality import DispatchRecorder
+from verifier.op_watch import OpWatch
 from verifier.reference import dumps, load_reference_module, loads, reassociation_scales, to_list
 from verifier.tensor_io import (append_tensors, bytes_spanned, content_checksum, describe_tensors, hand_over,
                                 map_copy_on_write, map_shared_staging, new_memory_file, seal, tensors_in,
@@ -207,6 +208,8 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
         stub = _cpp_extension_stub(send, recv, modules)
         sys.modules["torch.utils.cpp_extension"] = stub
         torch.utils.cpp_extension = stub
+        # every op the dispatcher runs from here on is seen, in trials and timed calls alike (verifier/op_watch.py)
+        watch = OpWatch(job["op_watch"])
         if not job.get("threads", True):
             _forbid_threads()
     except Exception as exc:  # the harness itself failed: said instead of its hello, where no candidate can say it
@@ -261,7 +264,6 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
             inputs = _load_inputs(recv_handle(conn), metas, job["device"])
             calls_before = own_calls()
             recorder = DispatchRecorder(poison=True)
-            observed = ObservedOps()
             try:
                 tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
                 # its inputs' contents before and after: whether the forward wrote them (input-mutation), told
@@ -269,8 +271,10 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                 before = [content_checksum(x) for x in tensors]
                 with torch.no_grad():
                     t0 = _perf_counter()
-                    with observed, recorder:
+                    watch.take()  # what ran before this forward is not its
+                    with recorder:
                         out = model(*inputs)
+                    observed = watch.take()
                     sync()
                     seconds = _perf_counter() - t0
                 outputs = to_list(out)
@@ -286,7 +290,7 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                     "outputs": written,
                     "inputs_mutated": mutated,
                     # what the dispatch mode saw, and what the dispatcher ran out of its sight
-                    "ops": dict(recorder.ops + Counter({op: n for op, n in observed.ops.items()
+                    "ops": dict(recorder.ops + Counter({op: n for op, n in observed.items()
                                                         if op not in recorder.ops})),
                     "own_calls": own_calls() - calls_before if modules else None,
                     "seconds": seconds,
@@ -298,7 +302,7 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
             _, warm_metas, warmup, runs = msg
             warm_inputs = _load_inputs(recv_handle(conn), warm_metas, job["device"])
             _serve_timing(conn, send, model, warm_inputs, job["device"], warmup, runs,
-                          os.path.join(job["io_out"], "timed.bin"))
+                          os.path.join(job["io_out"], "timed.bin"), watch=watch)
         else:
             send(("protocol_error", f"unknown message {kind!r}"))
 
@@ -310,7 +314,7 @@ ROTATING_BUFFERS = 2  # timed calls alternate between this many input buffers, r
 
 
 def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, warmup: int, runs: int,
-                  outputs_path: str, pin: bool = True) -> None:
+                  outputs_path: str, pin: bool = True, watch: OpWatch | None = None) -> None:
     """Warm up, tell the judge, wait for its `go` (with the staging buffer it fills with each call's inputs),
     run the timed calls, say `done`, report; then write the outputs of the timed calls the judge asks to see.
 
@@ -321,7 +325,10 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
     inputs exist anywhere the sandbox can see before the call before it has finished (nothing to compute
     ahead), a kernel that keys a remembered result on an address returns a stale one, one that keys it on
     the values never finds it (no two timed calls share a set). Each call's output is copied as soon as it is
-    timed, so a kernel may write every call into one output buffer of its own."""
+    timed, so a kernel may write every call into one output buffer of its own.
+
+    `watch` (a candidate's): the ops the warm-up and timed calls ran, reported with the timing — what the harness
+    itself runs among them (the inputs' copies, the L2 flush, the outputs' copies) is glue the rules allow."""
     # the warm-up's own inputs are the first buffer (refilled before timed call 0): one trial's inputs fewer
     buffers = [list(warm_inputs)] + [[x.clone() if isinstance(x, torch.Tensor) else x for x in warm_inputs]
                                      for _ in range(ROTATING_BUFFERS - 1)]
@@ -346,7 +353,8 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
                 # asynchronous from page-locked memory: the timing's synchronize before the call waits for it
                 buffer[k].copy_(value, non_blocking=registered[0])
             elif isinstance(value, torch.Tensor):  # inputs that change shape from call to call: new memory
-                buffer[k] = value.to(device) if device != "cpu" else value.clone()
+                # (empty + copy_, not .to(): aten::_to_copy is no glue, and the watch sees the harness's ops too)
+                buffer[k] = torch.empty_like(value, device=device).copy_(value) if device != "cpu" else value.clone()
             else:
                 buffer[k] = value
         del values
@@ -373,13 +381,16 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
             except (AttributeError, RuntimeError):
                 registered[0] = False
 
+    if watch is not None:
+        watch.take()  # what ran before the warm-up is not the timing's
     with torch.no_grad():
         timing = _time_calls(lambda i: model_fn(*buffers[i % ROTATING_BUFFERS]), device, warmup, runs,
                              before_timed=handshake, warm=lambda: model_fn(*buffers[0]), prepare=prepare, keep=keep,
                              after_timed=lambda: conn.send_bytes(_DONE))
     if registered[0]:
         torch.cuda.cudart().cudaHostUnregister(staging[1].data_ptr())
-    send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total,
+    ops = dict(watch.take()) if watch is not None else {}
+    send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total, "ops": ops,
                     **around}))
     msg = conn.recv()
     if msg[0] == "outputs":
