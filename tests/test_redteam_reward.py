@@ -244,3 +244,26 @@ RUNS_PYTHON_AS_MODULE = good().replace("#include <cmath>", "#include <cmath>\n#d
 def test_native_code_that_runs_python_through_pybind11s_glue_is_refused(judge):
     verdict = judge.verify(problem(), candidate("runs_python_as_module", RUNS_PYTHON_AS_MODULE))
     assert verdict.category == V.illegal, verdict.detail
+
+
+# ATen's CPU kernel called by its own name, around the dispatcher (no dispatch mode, no RecordFunction callback sees
+# it): declared by hand and its namespace assembled by the preprocessor, so the rules over the text read nothing.
+DIRECT_KERNEL = good(body="o[i] = sp[i] * b[i % m];").replace(
+    "#include <cmath>", "#include <cmath>\n#define KD_PASTE(a, b) a##b\n#define KD_CAT(a, b) KD_PASTE(a, b)\n"
+                        "namespace at { namespace KD_CAT(c, pu) { at::Tensor sigmoid(const at::Tensor&); } }\n").replace(
+    "auto out = torch::empty_like(xc);",
+    "auto out = torch::empty_like(xc);\n  auto sv = at::KD_CAT(c, pu)::sigmoid(xc);\n  const float* sp = sv.data_ptr<float>();")
+# The dispatcher's observers switched off from C++ (RecordFunction for this thread, the Python keys for the dispatch
+# mode), every name pasted together: after it, ATen's compute runs in plain sight of nothing.
+OBSERVERS_OFF = EXCLUDES_PYTHON_KEYS_PASTED.replace(
+    "#define KD_NS", "#define KD_RF KD_CAT(enableRecord, Function)\nnamespace at { void KD_RF(bool); }\n#define KD_NS").replace(
+    "return sigmoid(x) * w;", "at::KD_RF(false);\n  return sigmoid(x) * w;")
+
+
+@pytest.mark.parametrize("name, rule, named", [("direct_kernel", "torch-compute", "at::cpu::sigmoid"),
+                                               ("observers_off", "torch-internals", "enableRecordFunction")])
+def test_what_the_compiled_code_imports_is_checked_whatever_its_text_spells(judge, name, rule, named):
+    source = {"direct_kernel": DIRECT_KERNEL, "observers_off": OBSERVERS_OFF}[name]
+    verdict = judge.verify(problem(), candidate(name, source))
+    assert (verdict.category, verdict.rule) == (V.illegal, rule), verdict.detail
+    assert named in verdict.detail

@@ -15,6 +15,7 @@ Two layers, both cheap:
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import struct
 from collections import Counter
@@ -443,6 +444,79 @@ def undefined_symbols(elf: bytes) -> set[str]:
     return names
 
 
+def _nested_name(symbol: str) -> list[str]:
+    """The leading components of an Itanium-mangled name (`_ZN2at4cuda3addE...` -> at, cuda, add; `_Z3fooi` -> foo):
+    enough to tell a namespace's functions apart; templates and substitutions end the reading."""
+    if not symbol.startswith("_Z"):
+        return []
+    at = 2
+    nested = symbol.startswith("_ZN")
+    if nested:
+        at = 3
+        while at < len(symbol) and symbol[at] in "rVKRO":
+            at += 1
+    parts = []
+    while at < len(symbol) and symbol[at].isdigit():
+        end = at
+        while end < len(symbol) and symbol[end].isdigit():
+            end += 1
+        length = int(symbol[at:end])
+        parts.append(symbol[end:end + length])
+        at = end + length
+        if not nested:
+            break
+    return parts
+
+
+@functools.cache
+def _aten_op_names() -> frozenset[str]:
+    """Every ATen operator's name without its namespace and overload (add, add_, sigmoid, ...)."""
+    return frozenset(s.name.split("::", 1)[1] for s in torch._C._jit_get_all_schemas() if s.name.startswith("aten::"))
+
+
+# ATen's per-backend kernels (at::native::add, at::cpu::add, at::cuda::add, ...) run outside the dispatcher: no
+# dispatch mode, no RecordFunction callback sees them
+_DIRECT_KERNEL_NAMESPACES = {"native", "cpu", "meta", "compositeexplicitautograd", "compositeimplicitautograd",
+                             "compositeexplicitautogradnonfunctional", "compositeimplicitautogradnestedtensor"}
+# What turns the dispatcher's observers off or reaches its kernels around them: RecordFunction's switches and
+# callbacks and the thread-local state that carries them, the dispatcher's own handles (a redispatch runs no
+# callback), and kernels registered for ATen's own ops (an override of aten::fill_ unpoisons the trials' memory)
+_WATCH_SWITCHES = re.compile(r"(?i)recordfunction|record_function|callback|threadlocalstate|threadlocaldebuginfo")
+
+
+def _bypasses_the_watch(parts: list[str]) -> bool:
+    return (parts[:1] in (["at"], ["c10"]) and any(_WATCH_SWITCHES.search(p) for p in parts[1:])) \
+        or parts[:2] in (["c10", "Dispatcher"], ["c10", "OperatorHandle"]) \
+        or (parts[:2] == ["at", "_ops"] and parts[3:4] == ["redispatch"]) \
+        or parts[:3] in (["torch", "Library", "_impl"], ["torch", "Library", "_fallback"])
+
+
+_LIBRARY_SYMBOLS = re.compile(r"(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver|curand|cblas_|mkl_|dnnl_|nccl)\w*|"
+                              r"[sdcz](?:gemm|gemv|axpy|dot|syrk|trsm)_?")
+_SYSTEM_SYMBOLS = frozenset({"dlopen", "dlmopen", "dlsym", "dlvsym", "syscall", "fork", "vfork", "execve", "execv",
+                             "execvp", "execvpe", "execl", "execlp", "ptrace", "process_vm_readv", "process_vm_writev",
+                             "mprotect", "pkey_mprotect", "prctl", "unshare", "setns", "clone", "clone3"})
+
+
+def _native_symbol_violations(imported: set[str]) -> list[Violation]:
+    found = []
+    for name in sorted(imported):
+        parts = _nested_name(name)
+        if parts[:1] == ["at"] and len(parts) > 2 and (
+                parts[1] in _DIRECT_KERNEL_NAMESPACES or (parts[1] == "cuda" and parts[2] in _aten_op_names())):
+            found.append(Violation("torch-compute", f"its compiled code calls ATen's kernel {'::'.join(parts)} "
+                                                    "directly: the computation must be done by your own kernel"))
+        elif parts[:3] == ["at", "cuda", "blas"] or _LIBRARY_SYMBOLS.fullmatch(name):
+            found.append(Violation("library-math", f"its compiled code calls library code {name[:60]}"))
+        elif _bypasses_the_watch(parts):
+            found.append(Violation("torch-internals", f"its compiled code uses the dispatcher's internals ({name[:70]}): "
+                                                      "what forward computes must go through the dispatcher in plain "
+                                                      "view"))
+        elif name in _SYSTEM_SYMBOLS:
+            found.append(Violation("system-api", f"its compiled code imports {name}: a kernel needs none"))
+    return found
+
+
 # What a candidate's shared object may import from the interpreter. The fast path binds dispatcher ops, no
 # pybind11: nothing. torch's own load_inline (a pybind11 module): pybind11's and torch's glue, never the entry
 # points that run or import Python code.
@@ -453,7 +527,8 @@ _PYTHON_EXECUTION = re.compile(r"PyRun_\w*|Py_CompileString\w*|PyEval_EvalCode\w
 
 def check_artifact_symbols(elf: bytes, python_module: bool) -> list[Violation]:
     """Rules over what a candidate's built shared object imports: its native code calls into the interpreter it
-    shares a process with only through symbols it imports, however its source assembled their names (the
+    shares a process with, ATen's kernels around the dispatcher, the switches of the dispatcher's observers,
+    library math or the loader only through symbols it imports, however its source assembled their names (the
     preprocessor's `##` reads as nothing to the rules over the text)."""
     imported = undefined_symbols(elf)
     allowed = (lambda name: not _PYTHON_EXECUTION.fullmatch(name)) if python_module else (lambda name: False)
@@ -461,7 +536,7 @@ def check_artifact_symbols(elf: bytes, python_module: bool) -> list[Violation]:
     if bad:
         return [Violation("interpreter-api", f"its compiled code imports the Python interpreter's "
                                              f"{', '.join(bad[:4])}: native code has no business with the interpreter")]
-    return []
+    return _native_symbol_violations(imported)[:1]
 
 
 def check_build_request(request) -> list[Violation]:
