@@ -229,7 +229,10 @@ def test_aten_compute_in_the_timed_calls_alone_is_illegal(tmp_path, name):
 
 # OPEN: the same injection as RUNS_PYTHON through torch's own load_inline (explicit pybind11: a pybind11 module), with
 # only what pybind11's glue imports anyway (PyEval_GetBuiltins, then the builtins' exec): the symbol check allows a
-# module its glue, and the glue reaches the interpreter.
+# module its glue, and the glue reaches the interpreter. pybind11's API needs no pasted name at all
+# (`pybind11::cast(x).attr(...)` walks from a tensor to any object): the fix is the candidate's own code compiled
+# apart from the glue, its object refused any interpreter import, explicit `m.def(name, &f)` blocks read as a
+# functions list.
 RUNS_PYTHON_AS_MODULE = good().replace("#include <cmath>", "#include <cmath>\n#define KD_PASTE(a, b) a##b\n").replace(
     "auto xc = x.contiguous();",
     "static int calls = 0;\n  if (++calls == 1) {\n"

@@ -28,11 +28,12 @@ from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
-HARNESS_VERSION = "8"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
+HARNESS_VERSION = "9"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
 # candidate threads, failures a neighbour can cause judged again alone; 7: references' inputs drawn on the device
 # and handed to the judge as drawn (before a forward that changes them in place); 8: input seeds keyed by the home's
 # secret, NaN/Inf matched only by the same, the dispatcher observed in trials, interpreter imports and host compute
-# refused (a pass cached before, by a candidate that drew its inputs ahead, must not answer)
+# refused (a pass cached before, by a candidate that drew its inputs ahead, must not answer); 9: the op watch in
+# warm-up and timed calls, compiled imports of ATen's direct kernels and the observers' switches refused
 
 
 def _cores() -> int:
