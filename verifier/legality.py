@@ -503,7 +503,8 @@ def _native_symbol_violations(imported: set[str]) -> list[Violation]:
     for name in sorted(imported):
         parts = _nested_name(name)
         if parts[:1] == ["at"] and len(parts) > 2 and (
-                parts[1] in _DIRECT_KERNEL_NAMESPACES or (parts[1] == "cuda" and parts[2] in _aten_op_names())):
+                parts[1] in _DIRECT_KERNEL_NAMESPACES or (parts[1] == "cuda" and parts[2] in _aten_op_names()
+                                                          and f"aten::{parts[2]}" not in ALLOWED_OPS)):
             found.append(Violation("torch-compute", f"its compiled code calls ATen's kernel {'::'.join(parts)} "
                                                     "directly: the computation must be done by your own kernel"))
         elif parts[:3] == ["at", "cuda", "blas"] or _LIBRARY_SYMBOLS.fullmatch(name):
