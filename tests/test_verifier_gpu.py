@@ -68,6 +68,15 @@ CUDA_RED_TEAM = {
     "skip_work_when_timed": (cuda_candidate(replace=[
         ("auto size = x.numel();", "static int calls = 0; if (++calls > 5) return torch::empty_like(x);\n"
          "    auto size = x.numel();")]), V.illegal, "timing-output"),
+    # ATen's work once the trials are over, told apart by a count (the op watch sees the warm-up and timed calls):
+    # from Python (a tensor's arithmetic: no static rule names it) and from the host code (torch's own build)
+    "aten_when_timed": (cuda_candidate(extra="CALLS = []\n", forward="CALLS.append(1)\n        if len(CALLS) > 5:\n"
+                                       "            return x * 1.5 + 0.25\n"
+                                       "        return scale_shift_ext.scale_shift_cuda(x.contiguous())"),
+                        V.illegal, "torch-compute"),
+    "aten_when_timed_in_host_code": (cuda_candidate(replace=[
+        ("auto size = x.numel();", "static int calls = 0; if (++calls > 5) return x * 1.5 + 0.25;\n"
+         "    auto size = x.numel();")]), V.illegal, "torch-compute"),
     "hang_when_timed": (cuda_candidate(replace=[  # the grid stays valid: only the kernel's argument says hang
         ("auto size = x.numel();", "static int calls = 0; ++calls; auto size = x.numel();"),
         ("out.data_ptr<float>(), size);", "out.data_ptr<float>(), calls > 5 ? -1 : (int)size);"),
