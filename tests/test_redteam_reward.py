@@ -227,12 +227,11 @@ def test_aten_compute_in_the_timed_calls_alone_is_illegal(tmp_path, name):
     assert honest.category == V.passed and honest.speedup_vs_eager is not None, honest.detail  # timed: its calls all glue
 
 
-# OPEN: the same injection as RUNS_PYTHON through torch's own load_inline (explicit pybind11: a pybind11 module), with
-# only what pybind11's glue imports anyway (PyEval_GetBuiltins, then the builtins' exec): the symbol check allows a
-# module its glue, and the glue reaches the interpreter. pybind11's API needs no pasted name at all
-# (`pybind11::cast(x).attr(...)` walks from a tensor to any object): the fix is the candidate's own code compiled
-# apart from the glue, its object refused any interpreter import, explicit `m.def(name, &f)` blocks read as a
-# functions list.
+# The same injection as RUNS_PYTHON through torch's own load_inline (explicit pybind11: a pybind11 module), with
+# only what pybind11's glue imports anyway (PyEval_GetBuiltins, then the builtins' exec); and pybind11's API with no
+# pasted name at all (`pybind11::cast(x).attr(...)` walks from a tensor to every object: here to the builtins'
+# exec). The module's glue imports the interpreter, so the shared object's imports cannot tell; the judge writes the
+# glue itself and refuses what the candidate's own functions reach (verifier.legality.check_module_objects).
 RUNS_PYTHON_AS_MODULE = good().replace("#include <cmath>", "#include <cmath>\n#define KD_PASTE(a, b) a##b\n").replace(
     "auto xc = x.contiguous();",
     "static int calls = 0;\n  if (++calls == 1) {\n"
@@ -240,13 +239,33 @@ RUNS_PYTHON_AS_MODULE = good().replace("#include <cmath>", "#include <cmath>\n#d
     "    builtins[\"ex\" \"ec\"](" + json.dumps(INJECTED) + ");\n"
     "  } else return sigmoid(x) * w;\n  auto xc = x.contiguous();").replace('functions=["fwd"])', ")").replace(
     "  return out;\n}\n", "  return out;\n}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"fwd\", &fwd); }\n", 1)
+RUNS_PYTHON_BY_ATTRIBUTES = RUNS_PYTHON_AS_MODULE.replace(
+    "auto builtins = pybind11::reinterpret_borrow<pybind11::dict>(KD_PASTE(P, yEval_GetBuiltins)());",
+    "auto builtins = pybind11::cast(x).attr(\"__class__\").attr(\"__init__\").attr(\"__globals__\")"
+    "[\"__buil\" \"tins__\"];")
+# An honest module bound under another name (the fast path binds only same-named functions): torch's own build
+# with the judge's glue, passed
+HONEST_RENAMED = good().replace('functions=["fwd"])', ")").replace("mod.fwd(", "mod.forward(").replace(
+    "  return out;\n}\n", "  return out;\n}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n  // the kernel\n"
+    "  m.def(\"forward\", &fwd, \"sigmoid times w\", py::arg(\"x\"), py::arg(\"w\"));\n}\n", 1)
+# Glue of the candidate's own (a lambda would run with the glue's access to the interpreter): refused as a build
+LAMBDA_GLUE = HONEST_RENAMED.replace("m.def(\"forward\", &fwd, \"sigmoid times w\", py::arg(\"x\"), py::arg(\"w\"));",
+                                     "m.def(\"forward\", [](torch::Tensor x, torch::Tensor w) { return fwd(x, w); });")
 
 
-@pytest.mark.xfail(strict=True, reason="open: a pybind11 module's own imports reach the interpreter "
-                                       "(verifier/legality.py check_artifact_symbols); see the red-team report")
-def test_native_code_that_runs_python_through_pybind11s_glue_is_refused(judge):
-    verdict = judge.verify(problem(), candidate("runs_python_as_module", RUNS_PYTHON_AS_MODULE))
-    assert verdict.category == V.illegal, verdict.detail
+@pytest.mark.parametrize("name", ["getbuiltins", "attributes"])
+def test_native_code_that_runs_python_through_pybind11_is_refused(judge, name):
+    source = {"getbuiltins": RUNS_PYTHON_AS_MODULE, "attributes": RUNS_PYTHON_BY_ATTRIBUTES}[name]
+    verdict = judge.verify(problem(), candidate(f"runs_python_as_module_{name}", source))
+    assert (verdict.category, verdict.rule) == (V.illegal, "interpreter-api"), verdict.detail
+
+
+def test_explicit_bindings_are_the_judges_glue(judge):
+    honest = judge.verify(problem(), candidate("honest_renamed", HONEST_RENAMED))
+    assert honest.category == V.passed, honest.detail
+    assert honest.build_fallbacks == ["bindings under other names"]
+    lambda_glue = judge.verify(problem(), candidate("lambda_glue", LAMBDA_GLUE))
+    assert lambda_glue.category == V.compile_error and "may hold only m.def" in lambda_glue.detail, lambda_glue.detail
 
 
 # ATen's CPU kernel called by its own name, around the dispatcher (no dispatch mode, no RecordFunction callback sees

@@ -39,7 +39,7 @@ import re
 import subprocess
 import sysconfig
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NoReturn
 
@@ -49,6 +49,7 @@ from torch.utils import cpp_extension
 from verifier import op_watch
 from verifier.artifacts import load_artifact
 from verifier.isolation import open_sandbox_file
+from verifier.legality import check_module_objects
 from verifier.signed_store import SignedStore, home_secret
 
 _ORIGINAL_LOAD_INLINE = cpp_extension.load_inline
@@ -122,6 +123,38 @@ struct wrap<F> {
 _TORCH_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"](torch|ATen|c10|THC)/[^>"]*[>"].*$', re.M)
 _OTHER_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"][^>"]+[>"].*$', re.M)
 _PYBIND = re.compile(r"PYBIND11_MODULE|pybind11::|\bpy::")
+_MODULE_BLOCK = re.compile(r"PYBIND11_MODULE\s*\(\s*\w+\s*,\s*(\w+)\s*\)\s*\{")
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_BINDING = r'{m}\s*\.\s*def\s*\(\s*"(\w+)"\s*,\s*&?\s*(\w+)\s*(?:,\s*"((?:[^"\\]|\\.)*)"\s*)?' \
+           r'(?:,\s*(?:py|pybind11)::arg\s*\(\s*"\w+"\s*\)\s*)*\)'
+
+
+def explicit_bindings(source: str) -> tuple[str, list[tuple[str, str, str]]] | None:
+    """(`source` without its PYBIND11_MODULE block, the block's bindings as (Python name, C++ function, docstring)),
+    or None when it has no block. The judge writes every module's glue itself: a block may hold only
+    `m.def("name", &function[, "doc"][, py::arg("x")...]);` lines (code of the candidate's in the glue would run
+    with pybind11's access to the interpreter); anything else is a BuildError that says so."""
+    found = _MODULE_BLOCK.search(source)
+    if found is None:
+        return None
+    depth, at = 1, found.end()
+    while depth and at < len(source):
+        depth += {"{": 1, "}": -1}.get(source[at], 0)
+        at += 1
+    body = _COMMENTS.sub(" ", source[found.end():at - 1])
+    pattern = re.compile(_BINDING.format(m=re.escape(found.group(1))))
+    bindings, statements = [], [st.strip() for st in body.split(";") if st.strip()]
+    for statement in statements:
+        m = pattern.fullmatch(statement)
+        if m is None:
+            why = ("an explicit PYBIND11_MODULE block may hold only m.def(\"name\", &function[, \"doc\"]) lines; pass "
+                   "functions=[...] to load_inline instead")
+            raise BuildError(why, f"{why}\nnot a binding: {statement[:200]}")
+        bindings.append((m.group(1), m.group(2), m.group(3) or ""))
+    rest = source[:found.start()] + source[at:]
+    if _MODULE_BLOCK.search(rest):
+        raise BuildError("more than one PYBIND11_MODULE block", "")
+    return rest, bindings
 _ERROR_LINE = re.compile(
     r"^(?P<file>[\w./-]+?)(?::(?P<line>\d+)|\((?P<pline>\d+)\))(?::\d+)?:? (?P<kind>(?:fatal )?error)\s*:? (?P<msg>.*)$",
     re.M)
@@ -339,10 +372,11 @@ _ALIASES = "namespace torch = ::kd_shim; namespace at = ::kd_shim; namespace c10
 class BuildError(RuntimeError):
     """The candidate's C++/CUDA source failed to compile; `log` holds the compiler output."""
 
-    def __init__(self, message: str, log: str, fallback: str | None = None):
+    def __init__(self, message: str, log: str, fallback: str | None = None, rule: str | None = None):
         super().__init__(message)
         self.log = log
         self.fallback = fallback  # why the fast path handed it to torch's load_inline, where it failed
+        self.rule = rule  # a legality rule the built code broke (the judge's verdict is then illegal)
 
 
 class _ShimGap(Exception):
@@ -430,6 +464,8 @@ class BuildRequest:
     is_python_module: bool = True
     with_pytorch_error_handling: bool = True
     other: tuple[tuple[str, str], ...] = ()  # arguments the fast path does not take (sycl sources, ...)
+    # (Python name, C++ function, docstring) of an explicit PYBIND11_MODULE block, read out of the sources
+    bindings: tuple[tuple[str, str, str], ...] = ()
 
     @classmethod
     def from_call(cls, args: list, kwargs: dict) -> "BuildRequest":
@@ -582,6 +618,7 @@ class FastInlineBuilder:
     # -- the judge's entry point ------------------------------------------------------------
     def build(self, request: BuildRequest, runner) -> Artifact:
         """The artifact for one request: from the store, or built through `runner`."""
+        request = _with_explicit_bindings(request)
         reason = None if self.fast else "fast build disabled"
         if reason is None:
             if not request.functions:
@@ -591,6 +628,8 @@ class FastInlineBuilder:
                     if request.other else "non-module build"
             elif _PYBIND.search(request.cpp + request.cuda):
                 reason = "explicit pybind11"
+            elif any(py != cpp for py, cpp, _ in request.bindings):
+                reason = "bindings under other names"
             elif any(f.strip() for f in request.ldflags):
                 reason = "extra_ldflags"
             elif request.include_paths:
@@ -845,32 +884,73 @@ class FastInlineBuilder:
 
     def _store_error(self, key: str, exc: "BuildError") -> None:
         if not str(exc).startswith("compilation exceeded"):  # a timeout may not repeat on a quieter machine
-            self.store.put(f"{key}.error", json.dumps({"message": str(exc), "log": exc.log}).encode())
+            self.store.put(f"{key}.error", json.dumps({"message": str(exc), "log": exc.log, "rule": exc.rule}).encode())
 
     def _raise_stored_error(self, key: str) -> None:
         stored = self.store.get(f"{key}.error")
         if stored is not None:
             self.stats.cache_hits += 1
             error = json.loads(stored)
-            raise BuildError(error["message"], error["log"])
+            raise BuildError(error["message"], error["log"], rule=error.get("rule"))
 
     def _run(self, commands: list[list[str]], runner) -> list[subprocess.CompletedProcess]:
         return runner.run(commands, self.timeout_s)
 
     def _fallback(self, reason: str, request: BuildRequest, runner) -> Artifact:
-        """torch's own load_inline (full torch headers, pybind11), built through the runner."""
+        """torch's own load_inline (full torch headers, pybind11), built through the runner. The module's glue is
+        the judge's (its functions, or the bindings read out of an explicit block), every file is compiled with a
+        section per function, and what the candidate's functions and initializers reach may not include the
+        interpreter (verifier.legality.check_module_objects)."""
         self.stats.fallbacks += 1
         self.stats.fallback_reasons.append(reason)
         kwargs = request.torch_kwargs()
+        bindings = list(request.bindings) or [(f, f, dict(request.docstrings).get(f, f)) for f in request.functions]
+        if request.is_python_module and bindings:
+            kwargs["cpp_sources"] = request.cpp + "\n" + module_glue(bindings)
+            kwargs["functions"] = None
+        kwargs["extra_cflags"] = [*kwargs["extra_cflags"], "-ffunction-sections"]
+        kwargs["extra_cuda_cflags"] = [*kwargs["extra_cuda_cflags"], "-Xcompiler=-ffunction-sections"]
+        bound = {cpp for _, cpp, _ in bindings}
         key = _signature("torch", repr(sorted(kwargs.items(), key=lambda kv: kv[0])), torch.__version__,
-                         self.cuda_arch or "", "torch-load-inline")
+                         self.cuda_arch or "", "torch-load-inline-judges-glue")
+
+        def build(out: Path) -> Path:
+            built = runner.torch_build(kwargs, self.timeout_s)
+            objects = {path.name: _read_built(path) for path in sorted(built.parent.glob("*.o"))}
+            violations = check_module_objects(objects, bound)
+            if violations:
+                v = violations[0]
+                raise BuildError(f"illegal ({v.rule}): {v.message}", "", rule=v.rule)
+            return built
+
         try:
-            self._cached(key, lambda out: runner.torch_build(kwargs, self.timeout_s), runner)
+            self._cached(key, build, runner)
         except BuildError as exc:
             exc.fallback = reason
             raise
         return Artifact(key=key, kind="module" if request.is_python_module else "ops", name=request.name,
-                        functions=request.functions, fallback=reason)
+                        functions=tuple(py for py, _, _ in bindings) or request.functions, fallback=reason)
+
+
+def _with_explicit_bindings(request: BuildRequest) -> BuildRequest:
+    """`request` with an explicit PYBIND11_MODULE block read out of its sources into `bindings` (and, where each
+    binds a function under its own name, into `functions`, which the fast path takes)."""
+    for field_name in ("cpp", "cuda"):
+        read = explicit_bindings(getattr(request, field_name))
+        if read is None:
+            continue
+        source, bindings = read
+        docs = tuple((py, doc or py) for py, _, doc in bindings)
+        return replace(request, **{field_name: source}, functions=tuple(py for py, _, _ in bindings),
+                       docstrings=docs, bindings=tuple(bindings))
+    return request
+
+
+def module_glue(bindings: list[tuple[str, str, str]]) -> str:
+    """The judge's PYBIND11_MODULE for a fallback build: each C++ function bound under its Python name, as torch's
+    load_inline binds its `functions`."""
+    lines = [f'  m.def("{py}", torch::wrap_pybind_function({cpp}), "{doc or py}");' for py, cpp, doc in bindings]
+    return "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n" + "\n".join(lines) + "\n}\n"
 
 
 def _file_digest(path: Path) -> bytes:

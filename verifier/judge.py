@@ -1449,9 +1449,12 @@ class Judge:
         try:
             artifact = self.builder(device_index).build(request, loading.runner)
         except BuildError as exc:
-            loading.build_log = exc.log or str(exc)
             if exc.fallback:
                 loading.fallbacks.append(exc.fallback)
+            if exc.rule:  # built, and what it built broke a rule (verifier.legality.check_module_objects)
+                return _Outcome(VerdictCategory.illegal, str(exc), legal=False, rule=exc.rule,
+                                compile_seconds=loading.build_seconds)
+            loading.build_log = exc.log or str(exc)
             box.send(("build_error", str(exc)[:500]))
             return None
         if artifact.fallback:

@@ -540,6 +540,113 @@ def check_artifact_symbols(elf: bytes, python_module: bool) -> list[Violation]:
     return _native_symbol_violations(imported)[:1]
 
 
+def _sections(elf: bytes) -> list[tuple[int, int, int, int, int, int]] | None:
+    """(name offset, kind, offset, size, link, info) of each section of a little-endian ELF64, or None."""
+    if len(elf) < 64 or elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        return None
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    sections = []
+    for i in range(shnum):
+        at = shoff + i * shentsize
+        if at + 64 > len(elf):
+            return None
+        name, kind, _, _, offset, size, link, info, _, _ = struct.unpack_from("<IIQQQQIIQQ", elf, at)
+        sections.append((name, kind, offset, size, link, info))
+    return sections
+
+
+def _c_string(data: bytes, at: int) -> str:
+    end = data.find(b"\0", at)
+    return data[at:end if end >= 0 else None].decode("ascii", "replace")
+
+
+_INIT_SECTIONS = (".init_array", ".preinit_array", ".ctors")
+
+
+def reached_imports(obj: bytes, roots: set[str]) -> set[str] | None:
+    """The undefined symbols an object file's code reaches from the functions named `roots` and from its static
+    initializers, following its relocations section by section (built with -ffunction-sections, each function is
+    a section of its own): what that code can call, whatever calls it makes of pybind11's inline glue on the way.
+    None for anything that is not a relocatable little-endian ELF64."""
+    sections = _sections(obj)
+    if sections is None or struct.unpack_from("<H", obj, 0x10)[0] != 1:  # ET_REL
+        return None
+    shstrndx, = struct.unpack_from("<H", obj, 0x3E)
+    names = [_c_string(obj, sections[shstrndx][2] + name) if shstrndx < len(sections) else ""
+             for name, *_ in sections]
+    symtab = next((i for i, sec in enumerate(sections) if sec[1] == 2), None)  # SHT_SYMTAB
+    if symtab is None:
+        return set()
+    _, _, offset, size, link, _ = sections[symtab]
+    strings = sections[link][2] if link < len(sections) else 0
+    symbols = []  # (name, section index)
+    for at in range(offset, min(offset + size, len(obj) - 23), 24):
+        name, _, _, shndx = struct.unpack_from("<IBBH", obj, at)
+        symbols.append((_c_string(obj, strings + name), shndx))
+    refs: dict[int, set[int]] = {}  # section -> symbols its relocations name
+    for _, kind, offset, size, link, info in sections:
+        if kind == 4 and link == symtab:  # SHT_RELA of the symbol table
+            for at in range(offset, min(offset + size, len(obj) - 23), 24):
+                r_info, = struct.unpack_from("<Q", obj, at + 8)
+                refs.setdefault(info, set()).add(r_info >> 32)
+    todo = [shndx for name, shndx in symbols if name in roots and 0 < shndx < 0xFF00]
+    todo += [i for i, name in enumerate(names) if name.startswith(_INIT_SECTIONS)]
+    seen, reached = set(), set()
+    while todo:
+        section = todo.pop()
+        if section in seen:
+            continue
+        seen.add(section)
+        for k in refs.get(section, ()):
+            if k >= len(symbols):
+                continue
+            name, shndx = symbols[k]
+            if shndx == 0:
+                reached.add(name)
+            elif shndx < 0xFF00:
+                todo.append(shndx)
+    return reached
+
+
+def check_module_objects(objects: dict[str, bytes], bound: set[str]) -> list[Violation]:
+    """Rules over the object files of a pybind11 module the judge built (torch's load_inline, the fallback; every
+    file compiled with -ffunction-sections): the glue is the judge's, generated from the functions it binds; the
+    candidate's code — the functions `bound` and everything they and each file's static initializers call — may
+    not reach the interpreter. pybind11's API needs no name of the C API (`pybind11::cast(x).attr(...)` walks from
+    a tensor to any object, and to the harness that reports on it), and torch/extension.h alone brings pybind11's
+    glue into every file that includes it: what counts is what the candidate's code reaches."""
+    for file, obj in sorted(objects.items()):
+        roots = {name for name, _ in _defined_functions(obj) if name in bound or _nested_name(name)[-1:] in
+                 [[function] for function in bound]}
+        reached = reached_imports(obj, roots)
+        if reached is None:
+            return [Violation("interpreter-api", f"{file}: not an object file the judge's compiler makes")]
+        bad = sorted(name for name in reached if _PYTHON_SYMBOL.fullmatch(name))
+        if bad:
+            return [Violation("interpreter-api", f"its compiled code reaches the Python interpreter "
+                                                 f"({', '.join(bad[:4])}): native code has no business with the "
+                                                 "interpreter (pybind11's API included)")]
+    return []
+
+
+def _all_symbols(obj: bytes) -> list[tuple[str, int]]:
+    """(name, section index) of every symbol of an object file's symbol table."""
+    sections = _sections(obj) or []
+    out = []
+    for name_offset, kind, offset, size, link, _ in sections:
+        if kind == 2 and link < len(sections):  # SHT_SYMTAB
+            strings = sections[link][2]
+            for at in range(offset, min(offset + size, len(obj) - 23), 24):
+                name, _, _, shndx = struct.unpack_from("<IBBH", obj, at)
+                out.append((_c_string(obj, strings + name), shndx))
+    return out
+
+
+def _defined_functions(obj: bytes) -> list[tuple[str, int]]:
+    return [(name, shndx) for name, shndx in _all_symbols(obj) if 0 < shndx < 0xFF00 and name]
+
+
 def check_build_request(request) -> list[Violation]:
     """The rules a candidate's source passed, applied again to what it actually asked to build (its
     Python may assemble the source at run time), and its compiler flags. Same rules for every build
