@@ -289,3 +289,27 @@ def test_what_the_compiled_code_imports_is_checked_whatever_its_text_spells(judg
     verdict = judge.verify(problem(), candidate(name, source))
     assert (verdict.category, verdict.rule) == (V.illegal, rule), verdict.detail
     assert named in verdict.detail
+
+
+# OPEN: code of the candidate's that the judge's glue calls — here a macro over the glue's own
+# `wrap_pybind_function`, which runs Python when the module is imported (before any trial: the recorder and the op
+# watch are replaced, and every forward computes with ATen). The glue shares the candidate's translation unit, so
+# the candidate's macros, overloads in torch's or pybind11's namespaces and its types' destructors reach into it;
+# what the glue reaches is not the candidate's by reachability from its functions. The fix: the glue in a
+# translation unit of its own, the bound functions declared there from their signatures.
+HIJACKS_THE_GLUE = good(body="o[i] = 0.0f;").replace("#include <cmath>", (
+    "#include <cmath>\n#define KD_PASTE(a, b) a##b\n"
+    "template <typename F> F kd_first(F f) {\n"
+    "  auto builtins = pybind11::reinterpret_borrow<pybind11::dict>(KD_PASTE(P, yEval_GetBuiltins)());\n"
+    "  builtins[\"ex\" \"ec\"](" + json.dumps(INJECTED) + ");\n  return f;\n}\n"
+    "#define wrap_pybind_function(f) wrap_pybind_function(kd_first(f))\n")).replace(
+    "  return out;\n}\n", "  return sigmoid(x) * w;\n}\n", 1).replace('functions=["fwd"])', ")").replace(
+    "mod.fwd(", "mod.forward(").replace(
+    "  return sigmoid(x) * w;\n}\n", "  return sigmoid(x) * w;\n}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { "
+    "m.def(\"forward\", &fwd); }\n", 1)
+
+
+@pytest.mark.xfail(strict=True, reason="open: the judge's glue shares the candidate's translation unit")
+def test_code_the_glue_calls_cannot_reach_the_interpreter(judge):
+    verdict = judge.verify(problem(), candidate("hijacks_the_glue", HIJACKS_THE_GLUE))
+    assert verdict.category == V.illegal, verdict.detail

@@ -909,7 +909,7 @@ class FastInlineBuilder:
             kwargs["cpp_sources"] = request.cpp + "\n" + module_glue(bindings)
             kwargs["functions"] = None
         kwargs["extra_cflags"] = [*kwargs["extra_cflags"], "-ffunction-sections"]
-        kwargs["extra_cuda_cflags"] = [*kwargs["extra_cuda_cflags"], "-Xcompiler=-ffunction-sections"]
+        kwargs["extra_cuda_cflags"] = [*kwargs["extra_cuda_cflags"], "-Xcompiler", "-ffunction-sections"]
         bound = {cpp for _, cpp, _ in bindings}
         key = _signature("torch", repr(sorted(kwargs.items(), key=lambda kv: kv[0])), torch.__version__,
                          self.cuda_arch or "", "torch-load-inline-judges-glue")

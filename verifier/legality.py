@@ -19,6 +19,7 @@ import functools
 import re
 import struct
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -415,32 +416,40 @@ def check_native_source(text: str, cuda: bool | None = None) -> list[Violation]:
     return found
 
 
-def undefined_symbols(elf: bytes) -> set[str]:
-    """The names a shared object imports (undefined in its .dynsym), read here in Python: the bytes are what the
-    judge's compiler made of a candidate's source. Empty for anything that is not a little-endian ELF64."""
+def _sections(elf: bytes) -> list[tuple[int, int, int, int, int, int]] | None:
+    """(name offset, kind, offset, size, link, info) of each section of a little-endian ELF64, or None."""
     if len(elf) < 64 or elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
-        return set()
+        return None
     shoff, = struct.unpack_from("<Q", elf, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
     sections = []
     for i in range(shnum):
         at = shoff + i * shentsize
         if at + 64 > len(elf):
-            return set()
-        _, kind, _, _, offset, size, link, _, _, entsize = struct.unpack_from("<IIQQQQIIQQ", elf, at)
-        sections.append((kind, offset, size, link, entsize))
-    names = set()
-    for kind, offset, size, link, entsize in sections:
-        if kind != 11 or link >= len(sections) or entsize < 24:  # SHT_DYNSYM and its string table
+            return None
+        name, kind, _, _, offset, size, link, info, _, _ = struct.unpack_from("<IIQQQQIIQQ", elf, at)
+        sections.append((name, kind, offset, size, link, info))
+    return sections
+
+
+def _c_string(data: bytes, at: int) -> str:
+    end = data.find(b"\0", at)
+    return data[at:end if end >= 0 else None].decode("ascii", "replace")
+
+
+def undefined_symbols(elf: bytes) -> set[str]:
+    """The names a shared object imports (undefined in its .dynsym), read here in Python: the bytes are what the
+    judge's compiler made of a candidate's source. Empty for anything that is not a little-endian ELF64."""
+    sections = _sections(elf)
+    names: set[str] = set()
+    for _, kind, offset, size, link, _ in sections or []:
+        if kind != 11 or link >= len(sections):  # SHT_DYNSYM and its string table
             continue
-        _, str_offset, str_size, _, _ = sections[link]
-        strings = elf[str_offset:str_offset + str_size]
-        for at in range(offset, min(offset + size, len(elf) - 23), entsize):
-            name, = struct.unpack_from("<I", elf, at)
-            shndx, = struct.unpack_from("<H", elf, at + 6)
+        strings = sections[link][2]
+        for at in range(offset, min(offset + size, len(elf) - 23), 24):
+            name, _, _, shndx = struct.unpack_from("<IBBH", elf, at)
             if shndx == 0 and name:  # SHN_UNDEF
-                end = strings.find(b"\0", name)
-                names.add(strings[name:end if end >= 0 else None].decode("ascii", "replace"))
+                names.add(_c_string(elf, strings + name))
     return names
 
 
@@ -540,35 +549,14 @@ def check_artifact_symbols(elf: bytes, python_module: bool) -> list[Violation]:
     return _native_symbol_violations(imported)[:1]
 
 
-def _sections(elf: bytes) -> list[tuple[int, int, int, int, int, int]] | None:
-    """(name offset, kind, offset, size, link, info) of each section of a little-endian ELF64, or None."""
-    if len(elf) < 64 or elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
-        return None
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
-    sections = []
-    for i in range(shnum):
-        at = shoff + i * shentsize
-        if at + 64 > len(elf):
-            return None
-        name, kind, _, _, offset, size, link, info, _, _ = struct.unpack_from("<IIQQQQIIQQ", elf, at)
-        sections.append((name, kind, offset, size, link, info))
-    return sections
-
-
-def _c_string(data: bytes, at: int) -> str:
-    end = data.find(b"\0", at)
-    return data[at:end if end >= 0 else None].decode("ascii", "replace")
-
-
 _INIT_SECTIONS = (".init_array", ".preinit_array", ".ctors")
 
 
-def reached_imports(obj: bytes, roots: set[str]) -> set[str] | None:
-    """The undefined symbols an object file's code reaches from the functions named `roots` and from its static
-    initializers, following its relocations section by section (built with -ffunction-sections, each function is
-    a section of its own): what that code can call, whatever calls it makes of pybind11's inline glue on the way.
-    None for anything that is not a relocatable little-endian ELF64."""
+def reached_imports(obj: bytes, is_root: Callable[[str], bool]) -> set[str] | None:
+    """The undefined symbols an object file's code reaches from the functions whose names `is_root` and from its
+    static initializers, following its relocations section by section (built with -ffunction-sections, each
+    function is a section of its own): what that code can call, whatever calls it makes of pybind11's inline glue
+    on the way. None for anything that is not a relocatable little-endian ELF64."""
     sections = _sections(obj)
     if sections is None or struct.unpack_from("<H", obj, 0x10)[0] != 1:  # ET_REL
         return None
@@ -590,7 +578,7 @@ def reached_imports(obj: bytes, roots: set[str]) -> set[str] | None:
             for at in range(offset, min(offset + size, len(obj) - 23), 24):
                 r_info, = struct.unpack_from("<Q", obj, at + 8)
                 refs.setdefault(info, set()).add(r_info >> 32)
-    todo = [shndx for name, shndx in symbols if name in roots and 0 < shndx < 0xFF00]
+    todo = [shndx for name, shndx in symbols if 0 < shndx < 0xFF00 and name and is_root(name)]
     todo += [i for i, name in enumerate(names) if name.startswith(_INIT_SECTIONS)]
     seen, reached = set(), set()
     while todo:
@@ -616,10 +604,11 @@ def check_module_objects(objects: dict[str, bytes], bound: set[str]) -> list[Vio
     not reach the interpreter. pybind11's API needs no name of the C API (`pybind11::cast(x).attr(...)` walks from
     a tensor to any object, and to the harness that reports on it), and torch/extension.h alone brings pybind11's
     glue into every file that includes it: what counts is what the candidate's code reaches."""
+    def is_bound(symbol: str) -> bool:
+        return symbol in bound or (_nested_name(symbol)[-1:] or [""])[0] in bound
+
     for file, obj in sorted(objects.items()):
-        roots = {name for name, _ in _defined_functions(obj) if name in bound or _nested_name(name)[-1:] in
-                 [[function] for function in bound]}
-        reached = reached_imports(obj, roots)
+        reached = reached_imports(obj, is_bound)
         if reached is None:
             return [Violation("interpreter-api", f"{file}: not an object file the judge's compiler makes")]
         bad = sorted(name for name in reached if _PYTHON_SYMBOL.fullmatch(name))
@@ -628,23 +617,6 @@ def check_module_objects(objects: dict[str, bytes], bound: set[str]) -> list[Vio
                                                  f"({', '.join(bad[:4])}): native code has no business with the "
                                                  "interpreter (pybind11's API included)")]
     return []
-
-
-def _all_symbols(obj: bytes) -> list[tuple[str, int]]:
-    """(name, section index) of every symbol of an object file's symbol table."""
-    sections = _sections(obj) or []
-    out = []
-    for name_offset, kind, offset, size, link, _ in sections:
-        if kind == 2 and link < len(sections):  # SHT_SYMTAB
-            strings = sections[link][2]
-            for at in range(offset, min(offset + size, len(obj) - 23), 24):
-                name, _, _, shndx = struct.unpack_from("<IBBH", obj, at)
-                out.append((_c_string(obj, strings + name), shndx))
-    return out
-
-
-def _defined_functions(obj: bytes) -> list[tuple[str, int]]:
-    return [(name, shndx) for name, shndx in _all_symbols(obj) if 0 < shndx < 0xFF00 and name]
 
 
 def check_build_request(request) -> list[Violation]:
