@@ -291,12 +291,10 @@ def test_what_the_compiled_code_imports_is_checked_whatever_its_text_spells(judg
     assert named in verdict.detail
 
 
-# OPEN: code of the candidate's that the judge's glue calls — here a macro over the glue's own
-# `wrap_pybind_function`, which runs Python when the module is imported (before any trial: the recorder and the op
-# watch are replaced, and every forward computes with ATen). The glue shares the candidate's translation unit, so
-# the candidate's macros, overloads in torch's or pybind11's namespaces and its types' destructors reach into it;
-# what the glue reaches is not the candidate's by reachability from its functions. The fix: the glue in a
-# translation unit of its own, the bound functions declared there from their signatures.
+# Code of the candidate's that the judge's glue would call — here a macro over the glue's own `wrap_pybind_function`,
+# which ran Python when the module was imported (before any trial: the recorder and the op watch replaced, every
+# forward computing with ATen), while the glue shared the candidate's translation unit. The glue is now a file of its
+# own (verifier.fastbuild.module_glue), so the macro reaches nothing, and the forward's ATen is seen.
 HIJACKS_THE_GLUE = good(body="o[i] = 0.0f;").replace("#include <cmath>", (
     "#include <cmath>\n#define KD_PASTE(a, b) a##b\n"
     "template <typename F> F kd_first(F f) {\n"
@@ -309,7 +307,7 @@ HIJACKS_THE_GLUE = good(body="o[i] = 0.0f;").replace("#include <cmath>", (
     "m.def(\"forward\", &fwd); }\n", 1)
 
 
-@pytest.mark.xfail(strict=True, reason="open: the judge's glue shares the candidate's translation unit")
 def test_code_the_glue_calls_cannot_reach_the_interpreter(judge):
     verdict = judge.verify(problem(), candidate("hijacks_the_glue", HIJACKS_THE_GLUE))
-    assert verdict.category == V.illegal, verdict.detail
+    assert (verdict.category, verdict.rule) == (V.illegal, "torch-compute"), verdict.detail
+    assert "aten::sigmoid" in verdict.detail

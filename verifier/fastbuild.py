@@ -580,12 +580,38 @@ def run_commands(commands: list[list[str]], timeout_s: float,
 
 
 def torch_build(kwargs: dict, build_directory: Path) -> Path:
-    """torch's own load_inline, built but not loaded (the loading happens in a sandbox): the shared object."""
+    """torch's own load_inline, built but not loaded (the loading happens in a sandbox): the shared object. With
+    `glue` (the judge's PYBIND11_MODULE), its files as load_inline writes them and the glue in a file of its own
+    (`glue.cpp`), built by torch's `load`: no text of the candidate's shares the glue's translation unit."""
     build_directory.mkdir(parents=True, exist_ok=True)
+    kwargs = dict(kwargs)
+    glue = kwargs.pop("glue", None)
     original = cpp_extension._import_module_from_library
     cpp_extension._import_module_from_library = lambda *a, **k: None
     try:
-        _ORIGINAL_LOAD_INLINE(**kwargs, build_directory=str(build_directory), verbose=False)
+        if glue is None:
+            _ORIGINAL_LOAD_INLINE(**kwargs, build_directory=str(build_directory), verbose=False)
+        else:
+            files = {"main.cpp": "#include <torch/extension.h>\n" + kwargs["cpp_sources"], "glue.cpp": glue}
+            if kwargs.get("cuda_sources"):
+                files["cuda.cu"] = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" + \
+                                   kwargs["cuda_sources"]
+            for file, text in files.items():
+                (build_directory / file).write_text(text)
+            # one compiler at a time: two of torch/extension.h at once outgrew a 2 GB build sandbox
+            jobs = os.environ.get("MAX_JOBS")
+            os.environ["MAX_JOBS"] = "1"
+            try:
+                cpp_extension.load(kwargs["name"], [str(build_directory / f) for f in files],
+                                   extra_cflags=kwargs["extra_cflags"], extra_cuda_cflags=kwargs["extra_cuda_cflags"],
+                                   extra_ldflags=kwargs["extra_ldflags"],
+                                   extra_include_paths=kwargs["extra_include_paths"],
+                                   build_directory=str(build_directory), verbose=False, with_cuda=kwargs["with_cuda"])
+            finally:
+                if jobs is None:
+                    os.environ.pop("MAX_JOBS", None)
+                else:
+                    os.environ["MAX_JOBS"] = jobs
     except Exception as exc:  # torch raises RuntimeError("Error building extension ...") with the log
         raise BuildError("the candidate's source failed to compile (torch load_inline)", str(exc)) from exc
     finally:
@@ -906,17 +932,17 @@ class FastInlineBuilder:
         kwargs = request.torch_kwargs()
         bindings = list(request.bindings) or [(f, f, dict(request.docstrings).get(f, f)) for f in request.functions]
         if request.is_python_module and bindings:
-            kwargs["cpp_sources"] = request.cpp + "\n" + module_glue(bindings)
+            kwargs["glue"] = module_glue(bindings, request.cpp)
             kwargs["functions"] = None
         kwargs["extra_cflags"] = [*kwargs["extra_cflags"], "-ffunction-sections"]
         kwargs["extra_cuda_cflags"] = [*kwargs["extra_cuda_cflags"], "-Xcompiler", "-ffunction-sections"]
         bound = {cpp for _, cpp, _ in bindings}
         key = _signature("torch", repr(sorted(kwargs.items(), key=lambda kv: kv[0])), torch.__version__,
-                         self.cuda_arch or "", "torch-load-inline-judges-glue")
+                         self.cuda_arch or "", "torch-load-judges-glue-apart")
 
         def build(out: Path) -> Path:
             built = runner.torch_build(kwargs, self.timeout_s)
-            objects = {path.name: _read_built(path) for path in sorted(built.parent.glob("*.o"))}
+            objects = {path.name: _read_built(path) for path in sorted(built.parent.glob("*.o")) if path.name != "glue.o"}
             violations = check_module_objects(objects, bound)
             if violations:
                 v = violations[0]
@@ -946,11 +972,38 @@ def _with_explicit_bindings(request: BuildRequest) -> BuildRequest:
     return request
 
 
-def module_glue(bindings: list[tuple[str, str, str]]) -> str:
-    """The judge's PYBIND11_MODULE for a fallback build: each C++ function bound under its Python name, as torch's
-    load_inline binds its `functions`."""
-    lines = [f'  m.def("{py}", torch::wrap_pybind_function({cpp}), "{doc or py}");' for py, cpp, doc in bindings]
-    return "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n" + "\n".join(lines) + "\n}\n"
+# A bound function's declaration as the glue may repeat it: tensors, integers, floats, booleans, and lists, tuples
+# and optionals of them (a type of the candidate's own would bring its code — a destructor, a converter — into the
+# glue). Its return type and parameters, read from cpp_sources.
+_GLUE_TYPE = (r"(?:const\s+)?(?:(?:torch|at)::Tensor|int64_t|int|long|double|float|bool|void|"
+              r"std::vector<\s*(?:(?:torch|at)::Tensor|int64_t|int|long|double|float|bool)\s*>|"
+              r"(?:std|c10)::optional<\s*(?:(?:torch|at)::Tensor|int64_t|double|bool)\s*>|"
+              r"std::tuple<\s*(?:torch|at)::Tensor(?:\s*,\s*(?:torch|at)::Tensor)*\s*>)(?:\s+const)?\s*&?")
+_GLUE_PARAM = rf"\s*{_GLUE_TYPE}\s*\w*\s*(?:=\s*[\w.+\-]+\s*)?"
+
+
+def _glue_declaration(cpp: str, function: str) -> str:
+    """`function`'s declaration for the glue's file, read from the candidate's cpp_sources; BuildError when it is
+    not there in a form the glue may repeat."""
+    text = _COMMENTS.sub(" ", cpp)
+    m = re.search(rf'(?:^|(?<=[;{{}}\n]))\s*(extern\s+"C"\s+)?(?:inline\s+)?({_GLUE_TYPE})\s*\b{function}\s*\('
+                  rf'((?:{_GLUE_PARAM}(?:,{_GLUE_PARAM})*)?)\)\s*[;{{]', text)
+    if m is None:
+        why = (f"the module's glue declares {function} from cpp_sources: declare it there as `<type> {function}(<params>)` "
+               "with tensors, ints, floats, bools and lists, tuples or optionals of them")
+        raise BuildError(why, why)
+    params = re.sub(r"\s*=\s*[\w.+\-]+", "", m.group(3))
+    return f"{m.group(1) or ''}{m.group(2).strip()} {function}({params.strip()});"
+
+
+def module_glue(bindings: list[tuple[str, str, str]], cpp: str) -> str:
+    """The judge's file of glue for a fallback build: each bound C++ function declared as cpp_sources declare it, and
+    bound under its Python name as torch's load_inline binds its `functions` — in a translation unit of its own, so
+    nothing of the candidate's (a macro, an overload in torch's namespace, a type's destructor) reaches into it."""
+    declarations = sorted({_glue_declaration(cpp, function) for _, function, _ in bindings})
+    lines = [f'  m.def("{py}", torch::wrap_pybind_function({function}), "{doc or py}");' for py, function, doc in bindings]
+    return ("#include <torch/extension.h>\n" + "\n".join(declarations) + "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+            + "\n".join(lines) + "\n}\n")
 
 
 def _file_digest(path: Path) -> bytes:
