@@ -33,7 +33,8 @@ HARNESS_VERSION = "9"  # 5: reductions in any order, slow kernels untimed, timed
 # and handed to the judge as drawn (before a forward that changes them in place); 8: input seeds keyed by the home's
 # secret, NaN/Inf matched only by the same, the dispatcher observed in trials, interpreter imports and host compute
 # refused (a pass cached before, by a candidate that drew its inputs ahead, must not answer); 9: the op watch in
-# warm-up and timed calls, compiled imports of ATen's direct kernels and the observers' switches refused
+# warm-up and timed calls, compiled imports of ATen's direct kernels and the observers' switches refused, pybind11
+# modules' glue the judge's own (apart from the candidate's code, which may not reach the interpreter)
 
 
 def _cores() -> int:
