@@ -3,13 +3,15 @@ kd_shim (no torch headers), registered as boxed dispatcher ops through libkd_bri
 tensors. cpu: the same shim and bridge with g++ alone, falling back to the precompiled torch prelude for
 what the shim lacks."""
 
+import json
 import re
 import shutil
 
 import pytest
 import torch
 
-from verifier.fastbuild import BuildError, FastInlineBuilder, _cuda_home, _shim_gap, _undefined_candidate_functions
+from verifier.fastbuild import (BuildError, FastInlineBuilder, _cuda_home, _shim_gap, _undefined_candidate_functions,
+                                explicit_bindings, module_glue)
 
 needs_nvcc = pytest.mark.skipif(_cuda_home() is None or shutil.which("c++") is None,
                                 reason="needs a CUDA toolkit (nvcc; no GPU needed)")
@@ -317,3 +319,21 @@ def test_an_error_a_full_build_might_not_give_still_takes_the_full_way():
     assert _undefined_candidate_functions(ld.format("kd_user::forward(kd_shim::Tensor)")
                                           + ld.format("at::native::add(kd_shim::Tensor)")) == []
     assert _undefined_candidate_functions(ld.format("cublasCreate_v2")) == []
+
+
+def test_the_judges_glue_binds_what_the_candidate_declared_and_nothing_it_wrote():
+    source = ('torch::Tensor fwd(const torch::Tensor& x, double eps = 1e-5);\n'
+              'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n  // bound under another name\n'
+              '  m.def("forward", &fwd, "the kernel", py::arg("x"), py::arg("eps"));\n}\n')
+    rest, bindings = explicit_bindings(source)
+    assert "PYBIND11_MODULE" not in rest and bindings == [("forward", "fwd", "the kernel")]
+    # a docstring is text (the functions dict of load_inline is the candidate's): one literal, never glue code
+    hostile = 'x"); evil(); m.def("y'
+    glue = module_glue([("forward", "fwd", hostile)], rest)
+    assert "torch::Tensor fwd(const torch::Tensor& x, double eps);" in glue
+    literal = re.search(r'wrap_pybind_function\(fwd\), (".*")\);', glue).group(1)
+    assert json.loads(literal) == hostile and "evil()" not in glue.replace(literal, "")
+    with pytest.raises(BuildError, match="may hold only m.def"):
+        explicit_bindings(source.replace("&fwd", "[](torch::Tensor x) { return x; }"))
+    with pytest.raises(BuildError, match="declare it there"):  # a type of its own would bring its code into the glue
+        module_glue([("forward", "fwd", "")], "MyTensor fwd(torch::Tensor x);")

@@ -155,6 +155,8 @@ def explicit_bindings(source: str) -> tuple[str, list[tuple[str, str, str]]] | N
     if _MODULE_BLOCK.search(rest):
         raise BuildError("more than one PYBIND11_MODULE block", "")
     return rest, bindings
+
+
 _ERROR_LINE = re.compile(
     r"^(?P<file>[\w./-]+?)(?::(?P<line>\d+)|\((?P<pline>\d+)\))(?::\d+)?:? (?P<kind>(?:fatal )?error)\s*:? (?P<msg>.*)$",
     re.M)
@@ -1001,7 +1003,9 @@ def module_glue(bindings: list[tuple[str, str, str]], cpp: str) -> str:
     bound under its Python name as torch's load_inline binds its `functions` — in a translation unit of its own, so
     nothing of the candidate's (a macro, an overload in torch's namespace, a type's destructor) reaches into it."""
     declarations = sorted({_glue_declaration(cpp, function) for _, function, _ in bindings})
-    lines = [f'  m.def("{py}", torch::wrap_pybind_function({function}), "{doc or py}");' for py, function, doc in bindings]
+    # a docstring is the candidate's text: a C string literal of it (json's escapes are C's), never code of the glue
+    lines = [f'  m.def("{py}", torch::wrap_pybind_function({function}), {json.dumps(doc or py)});'
+             for py, function, doc in bindings]
     return ("#include <torch/extension.h>\n" + "\n".join(declarations) + "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
             + "\n".join(lines) + "\n}\n")
 
