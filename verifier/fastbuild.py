@@ -977,11 +977,11 @@ def _with_explicit_bindings(request: BuildRequest) -> BuildRequest:
 # A bound function's declaration as the glue may repeat it: tensors, integers, floats, booleans, and lists, tuples
 # and optionals of them (a type of the candidate's own would bring its code — a destructor, a converter — into the
 # glue). Its return type and parameters, read from cpp_sources.
-_GLUE_TYPE = (r"(?:const\s+)?(?:(?:torch|at)::Tensor|(?:std::)?u?int(?:32|64)_t|(?:std::)?size_t|int|long long|long|"
-              r"unsigned|double|float|bool|void|(?:torch|at|c10)::IntArrayRef|"
-              r"std::vector<\s*(?:(?:torch|at)::Tensor|int64_t|int|long|double|float|bool)\s*>|"
-              r"(?:std|c10)::optional<\s*(?:(?:torch|at)::Tensor|int64_t|double|bool)\s*>|"
-              r"std::tuple<\s*(?:torch|at)::Tensor(?:\s*,\s*(?:torch|at)::Tensor)*\s*>)(?:\s+const)?\s*&?")
+_GLUE_VALUE = (r"(?:(?:torch|at)::Tensor|(?:std::)?u?int(?:8|16|32|64)_t|(?:std::)?size_t|"
+               r"(?:(?:un)?signed\s+)?(?:char|short|int|long\s+long|long)|unsigned|double|float|bool|std::string)")
+_GLUE_TYPE = (rf"(?:const\s+)?(?:{_GLUE_VALUE}|void|(?:torch|at|c10)::IntArrayRef|"
+              rf"(?:std::vector|(?:std|c10)::optional)<\s*{_GLUE_VALUE}\s*>|"
+              rf"std::tuple<\s*{_GLUE_VALUE}(?:\s*,\s*{_GLUE_VALUE})*\s*>)(?:\s+const)?\s*&?")
 _GLUE_PARAM = rf"\s*{_GLUE_TYPE}\s*\w*\s*(?:=\s*[\w.+\-]+\s*)?"
 
 
