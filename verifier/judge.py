@@ -1568,14 +1568,9 @@ class Judge:
         return min(elapsed[1:], default=math.inf)
 
     def _legality(self, result: dict[str, Any]) -> tuple[str, str] | None:
-        bad = forbidden_ops(result["ops"])
-        if bad:
-            return "torch-compute", (f"ModelNew.forward called torch op(s) {', '.join(bad[:5])}; the computation "
-                                     "must be done by your own kernel (allowed glue: allocation, views, .contiguous())")
-        reads = result["ops"].get("aten::_local_scalar_dense", 0)
-        if reads > HOST_READS_PER_FORWARD:
-            return "host-compute", (f"ModelNew.forward read {reads} tensor values on the host (.item(), float(t), "
-                                    "bool(t)): the computation must be done by your own kernel, not by Python")
+        illegal = _ops_legality(result["ops"])
+        if illegal is not None:
+            return illegal
         if result["own_calls"] is None:
             return "no-own-kernel", "the candidate compiled no extension of its own (load_inline)"
         if result["own_calls"] == 0:
@@ -1602,7 +1597,7 @@ class Judge:
                     return _Outcome(VerdictCategory.runtime_error, box.death_detail(result[1], "while being timed"),
                                     **compiled_ok)
                 return _tampered(quote(result), compile_seconds)
-            illegal = _timed_calls_legality(result.ops, cfg.timing_warmup + eager.runs)
+            illegal = _ops_legality(result.ops, cfg.timing_warmup + eager.runs, timed=True)
             if illegal is not None:
                 rule, message = illegal
                 return _Outcome(VerdictCategory.illegal, f"illegal ({rule}): {message}", legal=False, rule=rule,
@@ -1845,18 +1840,21 @@ def _reference_replies(problem: Problem) -> Iterator[None]:
                              f"sandbox's replies ({type(exc).__name__})") from exc
 
 
-def _timed_calls_legality(ops: dict[str, int], calls: int) -> tuple[str, str] | None:
-    """(rule, message) when the warm-up and timed calls ran what the trials' rules refuse: a kernel that tells them
-    from the trials (a count of its calls, the trials' poisoned allocations) and does ATen's work only there."""
+def _ops_legality(ops: dict[str, int], calls: int = 1, timed: bool = False) -> tuple[str, str] | None:
+    """(rule, message) when what the dispatcher ran over `calls` forwards is more than the glue allows: a trial's,
+    or the warm-up's and timed calls' together (`timed`: a kernel that tells them from the trials — a count of its
+    calls, the trials' poisoned allocations — and does ATen's work only there)."""
+    where = " in its warm-up and timed calls" if timed else ""
     bad = forbidden_ops(ops)
     if bad:
-        return "torch-compute", (f"ModelNew.forward called torch op(s) {', '.join(bad[:5])} in its warm-up and timed "
-                                 "calls; the computation must be done by your own kernel in every call, not only "
-                                 "in the correctness trials")
+        return "torch-compute", (f"ModelNew.forward called torch op(s) {', '.join(bad[:5])}{where}; the computation "
+                                 "must be done by your own kernel" + (" in every call, not only in the correctness "
+                                 "trials" if timed else " (allowed glue: allocation, views, .contiguous())"))
     reads = ops.get("aten::_local_scalar_dense", 0) / max(calls, 1)
     if reads > HOST_READS_PER_FORWARD:
-        return "host-compute", (f"ModelNew.forward read {reads:.0f} tensor values a call on the host in its timed "
-                                "calls (.item(), float(t), bool(t)): the computation must be done by your own kernel")
+        return "host-compute", (f"ModelNew.forward read {reads:.0f} tensor values{' a call' if timed else ''} on the "
+                                f"host{where} (.item(), float(t), bool(t)): the computation must be done by your own "
+                                "kernel, not by Python")
     return None
 
 
