@@ -189,3 +189,33 @@ def test_reconcile_fails_the_mlflow_runs_of_vanished_processes_and_their_pipelin
     assert client.get_run(stage.run_id).data.tags["kerneldojo.error"].endswith("vanished (killed?)")
     assert client.get_run(pipeline.run_id).info.status == "FAILED"
     assert client.get_run(alive.run_id).info.status == "RUNNING"
+
+
+def test_a_home_moved_elsewhere_finds_its_checkpoints(tmp_path):
+    """A home copied to another machine or folder (a GPU box's records unpacked here) loads its own policies: paths
+    inside the home are recorded relative to it, and rows written before that (absolute, naming the old home) are
+    found at the same place under the new home's artifacts/<run>/ — before, they named the old home's policy, or
+    one that was no longer there."""
+    import shutil
+
+    old = tmp_path / "old"
+    wh = Warehouse(old / "warehouse.duckdb")
+    sft = wh.begin_stage_run("sft", {}, "h", [])
+    rl = wh.begin_stage_run("leap_rl", {}, "h", [sft.id])
+    (old / "artifacts" / sft.id / "policy").mkdir(parents=True)
+    for step in (0, 3):
+        (old / "artifacts" / rl.id / "checkpoints" / f"step-{step:05d}").mkdir(parents=True)
+    wh.add_checkpoint(sft.id, "final", old / "artifacts" / sft.id / "policy")
+    wh.add_checkpoint(rl.id, "step-00000", old / "artifacts" / rl.id / "checkpoints" / "step-00000", 0)
+    # as an older version wrote it: the absolute path of the home it was written in
+    wh._insert("checkpoints", [[rl.id, "step-00003", str((old / "artifacts" / rl.id / "checkpoints" /
+                                                          "step-00003").resolve()), 3, "2026-12-01 00:00:00"]])
+    elsewhere = tmp_path / "elsewhere" / "home"
+    shutil.move(old, elsewhere)
+
+    moved = Warehouse(elsewhere / "warehouse.duckdb")
+    assert moved.checkpoint(sft.id) == elsewhere / "artifacts" / sft.id / "policy"
+    assert moved.latest_checkpoint(rl.id, prefix="step-") == elsewhere / "artifacts" / rl.id / "checkpoints" / "step-00003"
+    outside = tmp_path / "shared-policy"  # a checkpoint outside the home stays where it was recorded
+    moved.add_checkpoint(rl.id, "final", outside)
+    assert moved.checkpoint(rl.id) == outside

@@ -300,7 +300,31 @@ class Warehouse:
              e.get("candidate_id")] for e in examples])
 
     def add_checkpoint(self, run_id: str, name: str, path: str | Path, step: int = 0) -> None:
-        self._insert("checkpoints", [[run_id, name, str(path), step, _now()]])
+        self._insert("checkpoints", [[run_id, name, self._within_home(path), step, _now()]])
+
+    @property
+    def home(self) -> Path:
+        return self.path.parent
+
+    def _within_home(self, path: str | Path) -> str:
+        """A path inside the home as relative to it, so a home copied or moved elsewhere finds its own files."""
+        try:
+            return str(Path(path).resolve().relative_to(self.home.resolve()))
+        except ValueError:
+            return str(path)
+
+    def _located(self, run_id: str, recorded: str) -> Path:
+        """Where a recorded checkpoint lies now. Rows written before paths were kept relative name the home where
+        they were written: one that is gone is looked for at the same place under this home's artifacts/<run>/."""
+        path = Path(recorded)
+        if not path.is_absolute():
+            return self.home / path
+        if not path.exists():
+            parts = path.parts
+            anchors = [i for i in range(len(parts) - 1) if parts[i] == "artifacts" and parts[i + 1] == run_id]
+            if anchors:
+                return self.home.joinpath(*parts[anchors[-1]:])
+        return path
 
     def add_eval_results(self, run_id: str, rows: Iterable[dict[str, Any]]) -> int:
         return self._insert("eval_results", [
@@ -413,13 +437,13 @@ class Warehouse:
         rows = self._rows("SELECT path FROM checkpoints WHERE stage_run_id = ? AND name = ?", [run_id, name])
         if not rows:
             raise WarehouseError(f"stage run {run_id} recorded no {name!r} checkpoint")
-        return Path(rows[0]["path"])
+        return self._located(run_id, rows[0]["path"])
 
     def latest_checkpoint(self, run_id: str, prefix: str = "") -> Path | None:
         """The highest-step checkpoint of a run whose name starts with `prefix` and that exists on disk."""
         rows = self._rows("SELECT path FROM checkpoints WHERE stage_run_id = ? AND starts_with(name, ?) "
                           "ORDER BY step DESC", [run_id, prefix])
-        return next((Path(r["path"]) for r in rows if Path(r["path"]).exists()), None)
+        return next((path for path in (self._located(run_id, r["path"]) for r in rows) if path.exists()), None)
 
     def delete_trajectories_from(self, run_id: str, step: int) -> int:
         """Drop a resumed run's trajectories of steps >= `step`: they belong to the interrupted attempt."""
