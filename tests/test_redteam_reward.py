@@ -311,3 +311,46 @@ def test_code_the_glue_calls_cannot_reach_the_interpreter(judge):
     verdict = judge.verify(problem(), candidate("hijacks_the_glue", HIJACKS_THE_GLUE))
     assert (verdict.category, verdict.rule) == (V.illegal, "torch-compute"), verdict.detail
     assert "aten::sigmoid" in verdict.detail
+
+
+# -- what runs after the forward: the harness reading the outputs and the inputs ------------------------------------
+# Once the forward returns, the harness reads its outputs (to seal them, to keep a timed call's) and checksums its
+# inputs, out of the dispatch recorder's and the op watch's windows. Code of the candidate's that runs then — a method
+# of an output or input object it chose or changed — computed the operator unseen, or forged the evidence of its own
+# kernel's calls. The static rules would refuse most of these mechanisms by name; judged with static_rules=False, these
+# pin the sandbox's own layer.
+# A problem of glue alone (a transpose made contiguous: views and a copy, all glue the rules allow): the candidate
+# compiles a kernel and never calls it, and writes the harness's count of its calls itself. A legal pass.
+TRANSPOSE = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.t().contiguous()
+
+
+def get_inputs():
+    return [torch.randn(16, 24)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("forges", ["mod.kd_calls += 1", "mod.kd_calls = getattr(mod, 'kd_calls', 0) + 1"])
+def test_the_count_of_the_candidates_own_calls_cannot_be_written(judge, forges):
+    from schemas.records import Candidate, Problem
+
+    p = Problem(id=Problem.make_id(TRANSPOSE), source="test", reference=TRANSPOSE, name="transpose")
+    source = with_forward(f"{forges}\n        return x.t().contiguous()")
+    verdict = judge.verify(p, Candidate(id=Candidate.make_id(p.id, source, "cpu"), problem_id=p.id, source=source,
+                                        origin="forges_own_calls"), static_rules=False)
+    assert verdict.category != V.passed, verdict.detail
+    if "+=" not in forges:  # `+=` reads a count the module does not have: the forward's own AttributeError
+        assert (verdict.category, verdict.rule) == (V.illegal, "no-own-kernel"), verdict.detail

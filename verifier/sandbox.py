@@ -143,24 +143,25 @@ class BuildFailed(RuntimeError):
     """What a candidate's load_inline raises when its source does not compile (the judge holds the log)."""
 
 
-class _CountingModule:
-    """What the candidate's load_inline returns: its compiled module, with every call counted,
-    so the judge has evidence that the candidate's own code ran."""
+def _counting_module(module: Any, calls: Counter) -> Any:
+    """What the candidate's load_inline returns: its compiled module, every call of its functions counted in
+    `calls["own"]`, so the judge has evidence that the candidate's own code ran. The count is the harness's, held in
+    closures (here and in run_candidate): no attribute of the object the candidate holds reaches it — an attribute
+    count (`mod.kd_calls += 1`) passed a problem of glue alone whose kernel never ran."""
 
-    def __init__(self, module):
-        self._module = module
-        self.kd_calls = 0
+    class CountingModule:
+        def __getattr__(self, name):
+            attr = getattr(module, name)
+            if not callable(attr):
+                return attr
 
-    def __getattr__(self, name):
-        attr = getattr(self._module, name)
-        if not callable(attr):
-            return attr
+            def counted(*args, **kwargs):
+                calls["own"] += 1
+                return attr(*args, **kwargs)
 
-        def counted(*args, **kwargs):
-            self.kd_calls += 1
-            return attr(*args, **kwargs)
+            return counted
 
-        return counted
+    return CountingModule()
 
 
 def _plain(value: Any) -> Any:
@@ -174,9 +175,10 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"load_inline: unsupported argument of type {type(value).__name__}")
 
 
-def _cpp_extension_stub(send, recv, modules: list) -> types.ModuleType:
+def _cpp_extension_stub(send, recv, modules: list, calls: Counter) -> types.ModuleType:
     """`torch.utils.cpp_extension` as candidates see it: `load_inline` asks the judge to build, and loads
-    the shared object the judge hands back. Nothing compiles in this process."""
+    the shared object the judge hands back (its calls counted in `calls`, `_counting_module`). Nothing compiles in
+    this process."""
     stub = types.ModuleType("torch.utils.cpp_extension")
 
     def load_inline(*args, **kwargs):
@@ -186,7 +188,7 @@ def _cpp_extension_stub(send, recv, modules: list) -> types.ModuleType:
             raise BuildFailed(reply[1])
         if reply[0] == "call_error":
             raise TypeError(reply[1])
-        module = _CountingModule(load_artifact(reply[1], reply[2]))
+        module = _counting_module(load_artifact(reply[1], reply[2]), calls)
         modules.append(module)
         return module
 
@@ -204,8 +206,9 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
     recv = conn.recv
     try:
         _prepare(job)
-        modules: list[_CountingModule] = []
-        stub = _cpp_extension_stub(send, recv, modules)
+        modules: list[Any] = []
+        calls: Counter = Counter()  # the candidate's calls of its compiled functions: in no object it holds
+        stub = _cpp_extension_stub(send, recv, modules, calls)
         sys.modules["torch.utils.cpp_extension"] = stub
         torch.utils.cpp_extension = stub
         # every op the dispatcher runs from here on is seen, in trials and timed calls alike (verifier/op_watch.py)
@@ -236,7 +239,7 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
         return
 
     def own_calls() -> int:
-        return sum(m.kd_calls for m in modules)
+        return calls["own"]
 
     try:
         init_inputs = loads(job["init_inputs"])
