@@ -319,6 +319,149 @@ def test_code_the_glue_calls_cannot_reach_the_interpreter(judge):
 # of an output or input object it chose or changed — computed the operator unseen, or forged the evidence of its own
 # kernel's calls. The static rules would refuse most of these mechanisms by name; judged with static_rules=False, these
 # pin the sandbox's own layer.
+MATMUL = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+def get_inputs():
+    return [torch.randn(256, 256), torch.randn(256, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+NAIVE_MATMUL = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+src = r"""
+#include <torch/extension.h>
+torch::Tensor mm(torch::Tensor a, torch::Tensor b) {
+  auto ac = a.contiguous();
+  auto bc = b.contiguous();
+  int64_t n = ac.size(0), k = ac.size(1), m = bc.size(1);
+  auto out = torch::empty({n, m}, ac.options());
+  const float* x = ac.data_ptr<float>();
+  const float* y = bc.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j) {
+      float s = 0.0f;
+      for (int64_t p = 0; p < k; ++p) s += x[i * k + p] * y[p * m + j];
+      o[i * m + j] = s;
+    }
+  return out;
+}
+"""
+mod = load_inline(name="mm", cpp_sources=src, functions=["mm"])
+
+PRELUDE
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return mod.mm(a, b)
+'''
+
+
+def matmul_problem():
+    from schemas.records import Problem
+
+    return Problem(id=Problem.make_id(MATMUL), source="test", reference=MATMUL, name="matmul")
+
+
+def matmul_candidate(name: str, prelude: str, forward: str | None = None):
+    from schemas.records import Candidate
+
+    source = NAIVE_MATMUL.replace("PRELUDE", prelude)
+    if forward is not None:
+        source = source.replace("return mod.mm(a, b)", forward)
+    p = matmul_problem()
+    return Candidate(id=Candidate.make_id(p.id, source, "cpu"), problem_id=p.id, source=source, origin=name)
+
+
+# An output of a tensor subclass: an empty placeholder of the right shape, the kernel called on one row for show
+# (own_calls > 0). Its __torch_function__ computes the matmul with ATen when the harness seals it (.detach(), after the
+# forward: a trial's outputs), and keeps it lazy when the harness keeps a timed call's output (.clone(): its inputs
+# copied, glue), so a timed call's matmul runs only when the judge asks for its outputs — after the timed calls, their
+# clocks and their op watch. It passed at 1.6-1.9x eager here (3.00x in the review that found it), where the honest
+# naive kernel gets 0.04x.
+LAZY_SUBCLASS = '''
+class Lazy(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            if args and type(args[0]) is Lazy and func is torch.Tensor.clone:
+                kept = torch.empty(args[0].shape).as_subclass(Lazy)
+                kept.kd_a, kept.kd_b = args[0].kd_a.clone(), args[0].kd_b.clone()
+                return kept
+            if args and type(args[0]) is Lazy and func is torch.Tensor.detach:
+                return torch.matmul(args[0].kd_a, args[0].kd_b)
+            return func(*args, **(kwargs or {}))
+'''
+LAZY_FORWARD = ("mod.mm(a[:1], b)\n        out = torch.empty(a.shape[0], b.shape[1]).as_subclass(Lazy)\n"
+                "        out.kd_a, out.kd_b = a, b\n        return out")
+
+
+def test_an_output_of_a_tensor_subclass_computes_nothing_after_the_forward(tmp_path):
+    cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
+                             "verifier.trials=2", "verifier.timing_runs=3", "verifier.timing_warmup=1",
+                             "verifier.run_timeout_s=20"]).verifier
+    with Judge(cfg, tmp_path / "cache") as judge:
+        verdict = judge.verify(matmul_problem(), matmul_candidate("lazy_subclass", LAZY_SUBCLASS, LAZY_FORWARD),
+                               static_rules=False)
+    assert verdict.category == V.runtime_error and verdict.speedup_vs_eager is None, verdict.detail
+    assert "Lazy" in verdict.detail and "torch.Tensor" in verdict.detail, verdict.detail
+
+
+# A list subclass whose first iteration (the harness's check of its items) yields a placeholder of zeros and whose
+# second (the harness's copy of it) computes the operator with ATen, after the forward; the kernel called for show. A
+# legal pass.
+SECOND_ITER = '''
+class Twice(list):
+    def __iter__(self):
+        self.kd_seen = getattr(self, "kd_seen", 0) + 1
+        if self.kd_seen == 2:
+            x, w = self.kd_args
+            return iter([torch.sigmoid(x) * w])
+        return super().__iter__()
+'''
+
+
+def test_a_list_subclass_output_computes_nothing_after_the_forward(judge):
+    source = good().replace("\nclass ModelNew", SECOND_ITER + "\n\nclass ModelNew").replace(
+        CALL, "mod.fwd(x, self.w)\n        out = Twice([torch.zeros_like(x)])\n        out.kd_args = (x, self.w.detach())\n"
+        "        return out")
+    verdict = judge.verify(problem(), candidate("second_iter", source), static_rules=False)
+    assert verdict.category == V.runtime_error, verdict.detail
+    assert "Twice" in verdict.detail, verdict.detail
+
+
+# A method of the input tensor replaced by an instance attribute: the harness's checksum of the inputs after the
+# forward (.detach()) runs it, and it writes the operator's result (ATen's) into the output the forward left empty —
+# the kernel called for show. A legal pass.
+DETACH_ON_INPUT = ("mod.fwd(x, self.w)\n        out = torch.empty_like(x)\n        w = self.w.detach()\n"
+                   "        def kd_detach():\n            out.copy_(torch.sigmoid(x) * w)\n"
+                   "            return torch.Tensor.detach(x)\n        x.detach = kd_detach\n        return out")
+
+
+def test_the_inputs_methods_do_not_run_when_the_harness_checks_them(judge):
+    verdict = judge.verify(problem(), candidate("detach_on_input", with_forward(DETACH_ON_INPUT)), static_rules=False)
+    assert verdict.category == V.wrong_output, verdict.detail
+
+
 # A problem of glue alone (a transpose made contiguous: views and a copy, all glue the rules allow): the candidate
 # compiles a kernel and never calls it, and writes the harness's count of its calls itself. A legal pass.
 TRANSPOSE = '''
@@ -354,3 +497,47 @@ def test_the_count_of_the_candidates_own_calls_cannot_be_written(judge, forges):
     assert verdict.category != V.passed, verdict.detail
     if "+=" not in forges:  # `+=` reads a count the module does not have: the forward's own AttributeError
         assert (verdict.category, verdict.rule) == (V.illegal, "no-own-kernel"), verdict.detail
+
+
+# What an honest forward returns still passes, trials and timed calls: a tuple or a list of tensors, one of them a view
+# of its input (its own kernel's output beside it).
+PAIR = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        return torch.sigmoid(x) * self.w, x.t()
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+HONEST_RETURNS = {
+    "tuple": with_forward("return mod.fwd(x, self.w), x.t()"),
+    "list": with_forward("return [mod.fwd(x, self.w), x.t()]"),
+}
+
+
+def test_honest_outputs_pass_as_tuples_lists_and_views_trials_and_timed_calls(tmp_path):
+    from schemas.records import Candidate, Problem
+
+    p = Problem(id=Problem.make_id(PAIR), source="test", reference=PAIR, name="sigmoid_scale_and_transpose")
+    cfg = load_config(None, ["verifier.memory_limit_mb=2048", "verifier.use_cache=false", "verifier.spare_sandboxes=0",
+                             "verifier.trials=2", "verifier.timing_runs=3", "verifier.timing_warmup=1",
+                             "verifier.run_timeout_s=10"]).verifier
+    with Judge(cfg, tmp_path / "cache") as judge:
+        verdicts = {name: judge.verify(p, Candidate(id=Candidate.make_id(p.id, source, "cpu"), problem_id=p.id,
+                                                    source=source, origin=f"returns_{name}"))
+                    for name, source in HONEST_RETURNS.items()}
+    for name, verdict in verdicts.items():
+        assert verdict.category == V.passed and verdict.speedup_vs_eager is not None, (name, verdict.detail)

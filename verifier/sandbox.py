@@ -15,6 +15,7 @@ and believes nothing it reports without a check of its own.
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import sys
@@ -22,6 +23,7 @@ import threading
 import traceback
 import types
 from collections import Counter
+from collections.abc import Callable
 from multiprocessing.reduction import recv_handle
 from typing import Any
 
@@ -41,6 +43,15 @@ from verifier.tensor_io import (append_tensors, bytes_spanned, content_checksum,
 from verifier.timing import time_calls as _time_calls
 
 MAX_TRACE = 4000
+
+# The class-level functions the harness reads a forward's tensors with, bound before any candidate code runs: a method
+# looked up on a tensor the candidate made or touched may be an instance attribute of its own (`x.detach = ...`).
+_detach = torch.Tensor.detach
+_clone = torch.Tensor.clone
+# What a forward may return, compared by type(), never isinstance: nn.Parameter exactly (torch disables its
+# __torch_function__), never a subclass of either
+_OUTPUT_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+_OUTPUT_SEQUENCE_TYPES = (tuple, list)
 
 
 def _warm_up() -> None:
@@ -139,6 +150,40 @@ def _prepare(job: dict[str, Any]) -> None:
 
 
 # -- candidates -----------------------------------------------------------------------------------
+def candidate_outputs(out: Any) -> list[torch.Tensor]:
+    """A forward's outputs as the harness reads them (to seal a trial's, to keep a timed call's): exactly a
+    torch.Tensor (or nn.Parameter), or exactly a tuple or list of them, types compared by type(). Anything else is
+    the candidate's error (TypeError): a subclass's methods are the candidate's code — a tensor subclass's
+    __torch_function__, a list subclass's __iter__ — and would run while the harness reads it, after the forward,
+    where no recorder or op watch looks. The tensors come back as fresh aliases made by torch's own detach (bound
+    before any candidate code), never through a method looked up on the candidate's objects: the harness reads
+    objects of its own, with no attribute of the candidate's."""
+    if type(out) in _OUTPUT_SEQUENCE_TYPES:
+        items = list(out)  # a tuple or a list exactly: the built-in iteration, no code of the candidate's
+    elif type(out) in _OUTPUT_TENSOR_TYPES:
+        items = [out]
+    else:
+        raise TypeError("forward must return a torch.Tensor, or a tuple or list of them (exactly those types, no "
+                        f"subclass), got {_type_name(out)}")
+    for k, item in enumerate(items):
+        if type(item) not in _OUTPUT_TENSOR_TYPES:
+            raise TypeError(f"forward must return a torch.Tensor, or a tuple or list of them (exactly those types, no "
+                            f"subclass): item {k} of its {type(out).__name__} is {_type_name(item)}")
+    return [_detach(t) for t in items]
+
+
+_QUALNAME = vars(type)["__qualname__"]  # read from the type itself: a metaclass's property is the candidate's code
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    name = _QUALNAME.__get__(kind)[:80]
+    for base in (*_OUTPUT_TENSOR_TYPES, *_OUTPUT_SEQUENCE_TYPES):
+        if kind is not base and issubclass(kind, base):
+            return f"{name} (a subclass of {_QUALNAME.__get__(base)})"
+    return name
+
+
 class BuildFailed(RuntimeError):
     """What a candidate's load_inline raises when its source does not compile (the judge holds the log)."""
 
@@ -268,26 +313,37 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
             calls_before = own_calls()
             recorder = DispatchRecorder(poison=True)
             try:
-                tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
                 # its inputs' contents before and after: whether the forward wrote them (input-mutation), told
-                # rather than sent back (a full-size input is GBs to write); a report on itself either way
+                # rather than sent back (a full-size input is GBs to write); a report on itself either way. Read
+                # through aliases of the harness's own, made before the forward and never handed to it: a method
+                # the forward sets on an input (`x.detach = ...`) would run when the harness checks it
+                tensors = [_detach(x) for x in inputs if isinstance(x, torch.Tensor)]
                 before = [content_checksum(x) for x in tensors]
+                # from the forward until its outputs are sealed no collection runs a finalizer of the candidate's
+                # (its code, run while the harness reads them); `out` and `inputs` hold its objects until then
+                gc.disable()
                 with torch.no_grad():
                     t0 = _perf_counter()
                     watch.take()  # what ran before this forward is not its
                     with recorder:
                         out = model(*inputs)
                     observed = watch.take()
+                    gc.disable()  # again: the forward may have enabled it
                     sync()
                     seconds = _perf_counter() - t0
-                outputs = to_list(out)
+                outputs = candidate_outputs(out)
                 mutated = [k for k, (x, was) in enumerate(zip(tensors, before)) if content_checksum(x) != was]
                 del tensors
                 # into a sealed memory file the judge maps: no file to read back into its memory
                 sealed, written = write_sealed(outputs)
+                del outputs
             except BaseException as exc:
                 send(("trial_error", index, _short_trace(exc)))
                 continue
+            finally:
+                # what the candidate's finalizers do now, the outputs sealed and the inputs checked, changes neither
+                inputs = out = None
+                gc.enable()
             try:
                 send(("trial_out", index, {
                     "outputs": written,
@@ -317,7 +373,8 @@ ROTATING_BUFFERS = 2  # timed calls alternate between this many input buffers, r
 
 
 def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, warmup: int, runs: int,
-                  outputs_path: str, pin: bool = True, watch: OpWatch | None = None) -> None:
+                  outputs_path: str, pin: bool = True, watch: OpWatch | None = None,
+                  read: Callable[[Any], list[torch.Tensor]] = candidate_outputs) -> None:
     """Warm up, tell the judge, wait for its `go` (with the staging buffer it fills with each call's inputs),
     run the timed calls, say `done`, report; then write the outputs of the timed calls the judge asks to see.
 
@@ -331,7 +388,9 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
     timed, so a kernel may write every call into one output buffer of its own.
 
     `watch` (a candidate's): the ops the warm-up and timed calls ran, reported with the timing — what the harness
-    itself runs among them (the inputs' copies, the L2 flush, the outputs' copies) is glue the rules allow."""
+    itself runs among them (the inputs' copies, the L2 flush, the outputs' copies) is glue the rules allow.
+    `read`: a call's outputs as a list of tensors — a candidate's strictly (`candidate_outputs`), a reference's as
+    its trials read them (`to_list`: torch's named tuples, as `torch.max(x, 1)` returns)."""
     # the warm-up's own inputs are the first buffer (refilled before timed call 0): one trial's inputs fewer
     buffers = [list(warm_inputs)] + [[x.clone() if isinstance(x, torch.Tensor) else x for x in warm_inputs]
                                      for _ in range(ROTATING_BUFFERS - 1)]
@@ -365,7 +424,7 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
 
     def keep(i, out):
         start = _perf_counter()
-        outputs[i] = [t.clone() for t in to_list(out)]
+        outputs[i] = [_clone(t) for t in read(out)]  # a candidate's as strictly as its trials': no code of its runs
         around["kept"] += _perf_counter() - start
 
     def handshake():
@@ -390,16 +449,22 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
         timing = _time_calls(lambda i: model_fn(*buffers[i % ROTATING_BUFFERS]), device, warmup, runs,
                              before_timed=handshake, warm=lambda: model_fn(*buffers[0]), prepare=prepare, keep=keep,
                              after_timed=lambda: conn.send_bytes(_DONE))
-    if registered[0]:
-        torch.cuda.cudart().cudaHostUnregister(staging[1].data_ptr())
-    ops = dict(watch.take()) if watch is not None else {}
-    send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total, "ops": ops,
-                    **around}))
-    msg = conn.recv()
-    if msg[0] == "outputs":
-        chosen = [outputs[i] for i in msg[1]]
-        metas = write_tensors(outputs_path, [t for outs in chosen for t in outs])
-        send(("timed_outputs", metas, [len(outs) for outs in chosen]))
+    # the watch takes what the calls ran: from here until the outputs the judge checks are written, out of its sight
+    # and off the clocks, no collection runs a finalizer of the candidate's (its code)
+    gc.disable()
+    try:
+        if registered[0]:
+            torch.cuda.cudart().cudaHostUnregister(staging[1].data_ptr())
+        ops = dict(watch.take()) if watch is not None else {}
+        send(("timed", {"seconds": timing.seconds, "escaped": timing.escaped, "total": timing.total, "ops": ops,
+                        **around}))
+        msg = conn.recv()
+        if msg[0] == "outputs":
+            chosen = [outputs[i] for i in msg[1]]
+            metas = write_tensors(outputs_path, [t for outs in chosen for t in outs])
+            send(("timed_outputs", metas, [len(outs) for outs in chosen]))
+    finally:
+        gc.enable()
 
 
 def _load_inputs(fd: int, metas: list[Any], device: str) -> list[Any]:
@@ -565,7 +630,7 @@ def serve_reference(conn, job: dict[str, Any]) -> None:
                     # staging there failed the first copy from it in about half the H200's compiled baselines
                     # (cudaErrorOperatingSystem, 2026-12-03); a call's own time leaves the copy out, so unpinned
                     _serve_timing(conn, send, fn, kept_inputs[index], device, warmup, runs,
-                                  os.path.join(job["io_out"], "timed.bin"), pin=not compiled)
+                                  os.path.join(job["io_out"], "timed.bin"), pin=not compiled, read=to_list)
             else:
                 send(("protocol_error", f"unknown message {kind!r}"))
         except BaseException as exc:
