@@ -499,8 +499,53 @@ def test_the_count_of_the_candidates_own_calls_cannot_be_written(judge, forges):
         assert (verdict.category, verdict.rule) == (V.illegal, "no-own-kernel"), verdict.detail
 
 
+# A mode of the candidate's, entered when its module runs and never left: every torch function (or ATen op) the harness
+# calls runs its code — here the harness's checksum of a trial's inputs, before the forward and out of the recorder's
+# and the op watch's sight (.detach() of each input), computes the operator with ATen, and the forward returns it, the
+# kernel called for show. A legal pass, either mode.
+MODE_LEFT_ON = {
+    "function": (
+        "from torch.overrides import TorchFunctionMode as KdMode", "__torch_function__", "torch.Tensor.detach"),
+    "dispatch": (
+        "from torch.utils._python_dispatch import TorchDispatchMode as KdMode", "__torch_dispatch__",
+        "torch.ops.aten.detach.default"),
+}
+LEFT_ON = '''
+IMPORT
+
+
+class KdAhead(KdMode):
+    kd_w = None
+    kd_out = []
+
+    def HOOK(self, func, types, args=(), kwargs=None):
+        if func is DETACH and args and tuple(args[0].shape) == (4, 8) and self.kd_w is not None:
+            self.kd_out[:] = [torch.sigmoid(args[0]) * self.kd_w]
+        return func(*args, **(kwargs or {}))
+
+
+KdAhead().__enter__()
+'''
+
+
+@pytest.mark.parametrize("mode", ["function", "dispatch"])
+def test_no_mode_of_the_candidates_sees_the_harness_read_its_tensors(judge, mode):
+    imports, hook, detach = MODE_LEFT_ON[mode]
+    left_on = LEFT_ON.replace("IMPORT", imports).replace("HOOK", hook).replace("DETACH", detach)
+    source = good().replace("\nclass ModelNew", left_on + "\n\nclass ModelNew").replace(
+        "self.w = nn.Parameter(torch.randn(8))", "self.w = nn.Parameter(torch.randn(8))\n"
+        "        KdAhead.kd_w = self.w.detach()").replace(
+        CALL, "mod.fwd(x, self.w)\n        return KdAhead.kd_out[0] if KdAhead.kd_out else x")
+    verdict = judge.verify(problem(), candidate(f"{mode}_mode_left_on", source), static_rules=False)
+    if mode == "function":  # torch's function handling is off while the harness reads (set_default_device leaves one)
+        assert verdict.category == V.wrong_output, verdict.detail
+    else:  # refused: no honest forward leaves one on
+        assert verdict.category == V.runtime_error and "dispatch mode was left active" in verdict.detail, verdict.detail
+
+
 # What an honest forward returns still passes, trials and timed calls: a tuple or a list of tensors, one of them a view
-# of its input (its own kernel's output beside it).
+# of its input (its own kernel's output beside it), and with torch's default device set when its module runs (which
+# leaves a torch function mode on: off while the harness reads, not refused).
 PAIR = '''
 import torch
 import torch.nn as nn
@@ -525,6 +570,8 @@ def get_init_inputs():
 HONEST_RETURNS = {
     "tuple": with_forward("return mod.fwd(x, self.w), x.t()"),
     "list": with_forward("return [mod.fwd(x, self.w), x.t()]"),
+    "default_device": with_forward("return mod.fwd(x, self.w), x.t()").replace(
+        "\nclass ModelNew", "\ntorch.set_default_device(\"cpu\")\n\n\nclass ModelNew"),
 }
 
 

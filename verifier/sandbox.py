@@ -48,6 +48,11 @@ MAX_TRACE = 4000
 # looked up on a tensor the candidate made or touched may be an instance attribute of its own (`x.detach = ...`).
 _detach = torch.Tensor.detach
 _clone = torch.Tensor.clone
+# ...and with torch's function handling off: a torch function mode of the candidate's left on (entered, never left)
+# would run its code in each torch call the harness makes — reading a trial's inputs before the forward, its outputs
+# after it, a timed call's outputs after the timed calls — out of the recorder's and the op watch's sight. Off, not
+# refused: torch's own set_default_device leaves one on.
+_torch_function_off = torch._C.DisableTorchFunction
 # What a forward may return, compared by type(), never isinstance: nn.Parameter exactly (torch disables its
 # __torch_function__), never a subclass of either
 _OUTPUT_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
@@ -150,6 +155,15 @@ def _prepare(job: dict[str, Any]) -> None:
 
 
 # -- candidates -----------------------------------------------------------------------------------
+def no_dispatch_modes_left(when: str) -> None:
+    """Refuse (RuntimeError) while a torch dispatch mode is active: one of the candidate's, entered and never left,
+    runs its code in every ATen op the harness runs — reading a trial's inputs before the forward or its outputs
+    after it, out of the recorder's and the op watch's sight. (Torch function modes: `_torch_function_off`.)"""
+    if torch._C._len_torch_dispatch_stack():
+        raise RuntimeError(f"a torch dispatch mode was left active {when}: a forward's modes must be left before it "
+                           "returns")
+
+
 def candidate_outputs(out: Any) -> list[torch.Tensor]:
     """A forward's outputs as the harness reads them (to seal a trial's, to keep a timed call's): exactly a
     torch.Tensor (or nn.Parameter), or exactly a tuple or list of them, types compared by type(). Anything else is
@@ -157,7 +171,8 @@ def candidate_outputs(out: Any) -> list[torch.Tensor]:
     __torch_function__, a list subclass's __iter__ — and would run while the harness reads it, after the forward,
     where no recorder or op watch looks. The tensors come back as fresh aliases made by torch's own detach (bound
     before any candidate code), never through a method looked up on the candidate's objects: the harness reads
-    objects of its own, with no attribute of the candidate's."""
+    objects of its own, with no attribute of the candidate's; no torch function mode sees them made."""
+    no_dispatch_modes_left("after the forward")
     if type(out) in _OUTPUT_SEQUENCE_TYPES:
         items = list(out)  # a tuple or a list exactly: the built-in iteration, no code of the candidate's
     elif type(out) in _OUTPUT_TENSOR_TYPES:
@@ -169,7 +184,8 @@ def candidate_outputs(out: Any) -> list[torch.Tensor]:
         if type(item) not in _OUTPUT_TENSOR_TYPES:
             raise TypeError(f"forward must return a torch.Tensor, or a tuple or list of them (exactly those types, no "
                             f"subclass): item {k} of its {type(out).__name__} is {_type_name(item)}")
-    return [_detach(t) for t in items]
+    with _torch_function_off():
+        return [_detach(t) for t in items]
 
 
 _QUALNAME = vars(type)["__qualname__"]  # read from the type itself: a metaclass's property is the candidate's code
@@ -313,12 +329,15 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
             calls_before = own_calls()
             recorder = DispatchRecorder(poison=True)
             try:
-                # its inputs' contents before and after: whether the forward wrote them (input-mutation), told
-                # rather than sent back (a full-size input is GBs to write); a report on itself either way. Read
-                # through aliases of the harness's own, made before the forward and never handed to it: a method
-                # the forward sets on an input (`x.detach = ...`) would run when the harness checks it
-                tensors = [_detach(x) for x in inputs if isinstance(x, torch.Tensor)]
-                before = [content_checksum(x) for x in tensors]
+                # no mode of the candidate's sees the harness read the inputs (before the forward: unwatched)
+                no_dispatch_modes_left("before the forward")
+                with _torch_function_off():
+                    # its inputs' contents before and after: whether the forward wrote them (input-mutation), told
+                    # rather than sent back (a full-size input is GBs to write); a report on itself either way. Read
+                    # through aliases of the harness's own, made before the forward and never handed to it: a
+                    # method the forward sets on an input (`x.detach = ...`) would run when the harness checks it
+                    tensors = [_detach(x) for x in inputs if isinstance(x, torch.Tensor)]
+                    before = [content_checksum(x) for x in tensors]
                 # from the forward until its outputs are sealed no collection runs a finalizer of the candidate's
                 # (its code, run while the harness reads them); `out` and `inputs` hold its objects until then
                 gc.disable()
@@ -332,10 +351,11 @@ def run_candidate(conn, job: dict[str, Any]) -> None:
                     sync()
                     seconds = _perf_counter() - t0
                 outputs = candidate_outputs(out)
-                mutated = [k for k, (x, was) in enumerate(zip(tensors, before)) if content_checksum(x) != was]
-                del tensors
-                # into a sealed memory file the judge maps: no file to read back into its memory
-                sealed, written = write_sealed(outputs)
+                with _torch_function_off():
+                    mutated = [k for k, (x, was) in enumerate(zip(tensors, before)) if content_checksum(x) != was]
+                    del tensors
+                    # into a sealed memory file the judge maps: no file to read back into its memory
+                    sealed, written = write_sealed(outputs)
                 del outputs
             except BaseException as exc:
                 send(("trial_error", index, _short_trace(exc)))
@@ -424,7 +444,9 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
 
     def keep(i, out):
         start = _perf_counter()
-        outputs[i] = [_clone(t) for t in read(out)]  # a candidate's as strictly as its trials': no code of its runs
+        fresh = read(out)  # a candidate's as strictly as its trials': no code of its runs
+        with _torch_function_off():
+            outputs[i] = [_clone(t) for t in fresh]
         around["kept"] += _perf_counter() - start
 
     def handshake():
@@ -443,6 +465,7 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
             except (AttributeError, RuntimeError):
                 registered[0] = False
 
+    no_dispatch_modes_left("before the timed calls")
     if watch is not None:
         watch.take()  # what ran before the warm-up is not the timing's
     with torch.no_grad():
@@ -450,7 +473,7 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
                              before_timed=handshake, warm=lambda: model_fn(*buffers[0]), prepare=prepare, keep=keep,
                              after_timed=lambda: conn.send_bytes(_DONE))
     # the watch takes what the calls ran: from here until the outputs the judge checks are written, out of its sight
-    # and off the clocks, no collection runs a finalizer of the candidate's (its code)
+    # and off the clocks, no collection runs a finalizer of the candidate's (its code), nor a torch function mode
     gc.disable()
     try:
         if registered[0]:
@@ -461,7 +484,8 @@ def _serve_timing(conn, send, model_fn, warm_inputs: list[Any], device: str, war
         msg = conn.recv()
         if msg[0] == "outputs":
             chosen = [outputs[i] for i in msg[1]]
-            metas = write_tensors(outputs_path, [t for outs in chosen for t in outs])
+            with _torch_function_off():
+                metas = write_tensors(outputs_path, [t for outs in chosen for t in outs])
             send(("timed_outputs", metas, [len(outs) for outs in chosen]))
     finally:
         gc.enable()
