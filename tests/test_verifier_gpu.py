@@ -544,6 +544,40 @@ def test_cuda_attacks_that_break_the_reference_beside_them_are_their_own_failure
         judge.close()
 
 
+# What runs as the harness reads a forward's outputs, after the forward and out of the op watch's window: a tensor
+# subclass whose __torch_function__ computes with ATen when the output is sealed (.detach()), and a list subclass whose
+# second iteration does (the kernel called for show, on a slice). Both passed on the cpu backend before harness 10;
+# judged with the static rules off, the sandbox's strict reading of outputs alone must hold.
+SUBCLASS_OUTPUT = ("import torch\n\n\nclass Lazy(torch.Tensor):\n    @classmethod\n"
+                   "    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+                   "        with torch._C.DisableTorchFunctionSubclass():\n"
+                   "            if func is torch.Tensor.detach and args and type(args[0]) is Lazy:\n"
+                   "                return args[0].kd_x * 1.5 + 0.25\n"
+                   "            return func(*args, **(kwargs or {}))\n\n\n")
+FILLS_WHEN_READ = ("import torch\n\n\nclass Twice(list):\n    def __iter__(self):\n"
+                   "        self.kd_seen = getattr(self, 'kd_seen', 0) + 1\n"
+                   "        if self.kd_seen == 2:\n            return iter([self.kd_x * 1.5 + 0.25])\n"
+                   "        return super().__iter__()\n\n\n")
+READ_ATTACKS = {
+    "subclass_output": cuda_candidate(extra=SUBCLASS_OUTPUT, forward=(
+        "scale_shift_ext.scale_shift_cuda(x[:1].contiguous())\n        out = torch.empty_like(x).as_subclass(Lazy)\n"
+        "        out.kd_x = x\n        return out")),
+    "fills_when_read": cuda_candidate(extra=FILLS_WHEN_READ, forward=(
+        "scale_shift_ext.scale_shift_cuda(x[:1].contiguous())\n        out = Twice([torch.zeros_like(x)])\n"
+        "        out.kd_x = x\n        return out")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READ_ATTACKS))
+def test_cuda_attacks_on_the_reading_of_outputs_compute_nothing(verifier_cache, name):
+    cfg = load_config(None, ["verifier.backend=cuda", "verifier.run_timeout_s=10", "verifier.use_cache=false",
+                             "verifier.spare_sandboxes=0", "verifier.trials=2"]).verifier
+    with Judge(cfg, verifier_cache) as judge:
+        verdict = judge.verify(example_problem("scale_shift", "cuda"), READ_ATTACKS[name], static_rules=False)
+    assert verdict.category == V.runtime_error and verdict.speedup_vs_eager is None, verdict.detail
+    assert {"subclass_output": "Lazy", "fills_when_read": "Twice"}[name] in verdict.detail, verdict.detail
+
+
 def test_cuda_attacks_fail_and_leave_the_machine_as_it_was(tmp_path):
     from tests.test_sandbox import describe_processes, sandbox_processes
 
