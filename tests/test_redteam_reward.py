@@ -52,6 +52,35 @@ def test_an_honest_kernel_still_passes_under_the_dispatchers_observer(judge):
     assert verdict.category == V.passed, verdict.detail
 
 
+SHA256 = '''
+def _sha256_hex(data):
+    """SHA-256 in plain Python (hashlib is no module a candidate may import): the judge's public seeds."""
+    k = [int(c, 16) for c in (
+        "428a2f98 71374491 b5c0fbcf e9b5dba5 3956c25b 59f111f1 923f82a4 ab1c5ed5 d807aa98 12835b01 243185be 550c7dc3 "
+        "72be5d74 80deb1fe 9bdc06a7 c19bf174 e49b69c1 efbe4786 0fc19dc6 240ca1cc 2de92c6f 4a7484aa 5cb0a9dc 76f988da "
+        "983e5152 a831c66d b00327c8 bf597fc7 c6e00bf3 d5a79147 06ca6351 14292967 27b70a85 2e1b2138 4d2c6dfc 53380d13 "
+        "650a7354 766a0abb 81c2c92e 92722c85 a2bfe8a1 a81a664b c24b8b70 c76c51a3 d192e819 d6990624 f40e3585 106aa070 "
+        "19a4c116 1e376c08 2748774c 34b0bcb5 391c0cb3 4ed8aa4a 5b9cca4f 682e6ff3 748f82ee 78a5636f 84c87814 8cc70208 "
+        "90befffa a4506ceb bef9a3f7 c67178f2").split()]
+    h = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
+    rotr = lambda x, n: ((x >> n) | (x << (32 - n))) & 0xFFFFFFFF
+    data = bytes(data) + b"\\x80" + b"\\x00" * ((55 - len(data)) % 64) + (8 * len(data)).to_bytes(8, "big")
+    for at in range(0, len(data), 64):
+        w = [int.from_bytes(data[at + 4 * i:at + 4 * i + 4], "big") for i in range(16)]
+        for i in range(16, 64):
+            s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)
+            s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10)
+            w.append((w[i - 16] + s0 + w[i - 7] + s1) & 0xFFFFFFFF)
+        a, b, c, d, e, f, g, hh = h
+        for i in range(64):
+            t1 = (hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i]) & 0xFFFFFFFF
+            t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) & 0xFFFFFFFF
+            a, b, c, d, e, f, g, hh = (t1 + t2) & 0xFFFFFFFF, a, b, c, (d + t1) & 0xFFFFFFFF, e, f, g
+        h = [(x + y) & 0xFFFFFFFF for x, y in zip(h, [a, b, c, d, e, f, g, hh])]
+    return "".join(f"{x:08x}" for x in h)
+'''
+
+
 # Every trial's and timed call's inputs drawn in __init__ from the judge's seeds as they would be from public values
 # (the reference's hash, the run's seed 0; verifier.reference.trial_seed), their outputs computed there by the
 # kernel, off the clock; forward only looks its inputs up (a miss: a copy of them). With public seeds it passed every trial
@@ -74,8 +103,7 @@ torch::Tensor lookup(torch::Tensor x, torch::Tensor keys, torch::Tensor table) {
 }
 ''', 1).replace("#include <cmath>", "#include <cmath>\n#include <cstring>").replace(
     "        self.w = nn.Parameter(torch.randn(8))\n", '''        self.w = nn.Parameter(torch.randn(8))
-        import hashlib
-        digest = lambda *parts: hashlib.sha256(b"".join(p.encode() + b"\\x00" for p in parts)).hexdigest()
+        digest = lambda *parts: _sha256_hex(b"".join(p.encode() + b"\\x00" for p in parts))
         problem_id = digest(REFERENCE)[:16]
         keys, table = [], []
         for index in [*range(8), *range(10_000, 10_100)]:
@@ -84,7 +112,8 @@ torch::Tensor lookup(torch::Tensor x, torch::Tensor keys, torch::Tensor table) {
             keys.append(torch.stack([x.flatten()[0], x.flatten()[16], x.flatten()[31]]))
             table.append(mod.fwd(x, self.w.detach()))
         self.keys, self.table = torch.stack(keys), torch.stack(table)
-''', 1).replace("return mod.fwd(x, self.w)", "return mod.lookup(x, self.keys, self.table)")
+''', 1).replace("return mod.fwd(x, self.w)", "return mod.lookup(x, self.keys, self.table)").replace(
+    "\n\n\nclass ModelNew", "\n" + SHA256 + "\n\nclass ModelNew", 1)
 
 
 def test_no_candidate_draws_the_trials_or_timed_calls_inputs_ahead(tmp_path):
@@ -588,3 +617,129 @@ def test_honest_outputs_pass_as_tuples_lists_and_views_trials_and_timed_calls(tm
                     for name, source in HONEST_RETURNS.items()}
     for name, verdict in verdicts.items():
         assert verdict.category == V.passed and verdict.speedup_vs_eager is not None, (name, verdict.detail)
+
+
+# -- the static rules over the candidate's Python: its routes to the harness's own modules ---------------------------
+# Each candidate below reaches verifier.sandbox (the module, or its globals through the stub load_inline it imports),
+# replaces the trials' dispatch recorder with one that records nothing and the op watch's take with one that saw
+# nothing, and then computes with ATen in every call, its own kernel (writing zeros) called for show. Each was a legal
+# pass: the route was in no rule.
+QUIET = '''
+class _Quiet:
+    def __init__(self, poison=True):
+        self.ops = collections.Counter()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+'''
+
+
+def computes_with_aten(code: str) -> str:
+    """The kernel writing zeros, called for show, and ATen's sigmoid returned, with `code` at module level."""
+    return good("o[i] = 0.0f;").replace("import torch\n", "import collections\nimport torch\n", 1).replace(
+        "\n\n\nclass ModelNew", "\n\n" + code + "\n\n\nclass ModelNew", 1).replace(
+        CALL, "mod.fwd(x, self.w)\n        return x.sigmoid() * self.w")
+
+
+def blinds_the_watch(reach: str, globals_dict: bool = False) -> str:
+    """`reach` (Python that binds HARNESS to the module verifier.sandbox, or to its globals when `globals_dict`),
+    then the recorder and the op watch blinded through it."""
+    recorder, watch = ('HARNESS["DispatchRecorder"]', 'HARNESS["OpWatch"]') if globals_dict else \
+        ("HARNESS.DispatchRecorder", "HARNESS.OpWatch")
+    return computes_with_aten(f"{reach}\n{QUIET}\n\n{recorder} = _Quiet\n"
+                              f"{watch}.take = lambda self: collections.Counter()\n")
+
+
+# a pickle that runs `INJECTED` (which blinds the watch itself) when loaded, and a file-like class of the
+# candidate's own that serves it to torch.load
+class _Runs:
+    def __reduce__(self):
+        return exec, (INJECTED,)
+
+
+BYTES_READER = '''
+class _Bytes:
+    def __init__(self, data):
+        self.data, self.at = data, 0
+
+    def read(self, n=-1):
+        n = len(self.data) - self.at if n is None or n < 0 else n
+        out = self.data[self.at:self.at + n]
+        self.at += len(out)
+        return out
+
+    def readline(self):
+        end = self.data.find(b"\\n", self.at)
+        end = len(self.data) if end < 0 else end + 1
+        out, self.at = self.data[self.at:end], end
+        return out
+
+    def seek(self, at, whence=0):
+        self.at = at if whence == 0 else (self.at + at if whence == 1 else len(self.data) + at)
+        return self.at
+
+    def tell(self):
+        return self.at
+'''
+
+
+def _unpickles() -> str:
+    import pickle
+
+    return computes_with_aten(BYTES_READER + f"\n\ntry:\n    torch.load(_Bytes({pickle.dumps(_Runs())!r}), "
+                                             "weights_only=False)\nexcept Exception:\n    pass\n")
+
+
+# route: (candidate, the rule that refuses it now)
+HARNESS_ROUTES = {
+    # 1: modules that resolve dotted names or read attributes by name (a denylist missed each)
+    "pkgutil_resolve_name": (blinds_the_watch('import pkgutil\nHARNESS = pkgutil.resolve_name("verifier.sandbox")'),
+                             "forbidden-import"),
+    "pydoc_locate": (blinds_the_watch('import pydoc\nHARNESS = pydoc.locate("verifier.sandbox")'), "forbidden-import"),
+    "formatter_get_field": (blinds_the_watch('import string\nHARNESS = string.Formatter().get_field("0.__glob" + '
+                                             '"als__", [load_inline], {})[0]', True), "forbidden-import"),
+    # 2: torch's unpickler, of a bytes literal
+    "torch_load": (_unpickles(), "dynamic-code"),
+    # 3: a class pattern reads an attribute by the keyword's name: no Attribute node
+    "match_class_pattern": (blinds_the_watch("match load_inline:\n    case object(__globals__=HARNESS):\n        pass",
+                                             True), "dynamic-code"),
+    # 4: getattr named as a value, called under another name
+    "getattr_as_value": (blinds_the_watch('read = getattr\nHARNESS = read(load_inline, "__glob" + "als__")', True),
+                         "dynamic-code"),
+    # 5: a forbidden module re-exported by an allowed one, from-imported or reached as an attribute
+    "reexported_from_import": (blinds_the_watch('from torch.nn.functional import importlib\n'
+                                                'HARNESS = importlib.import_module("verifier.sandbox")'),
+                               "forbidden-import"),
+    "reexported_attribute": (blinds_the_watch('HARNESS = torch.nn.functional.importlib.import_module('
+                                              '"verifier.sandbox")'), "forbidden-import"),
+    # 6: an async generator's frame (ag_frame), a frame's builtins (f_builtins): __import__ by a string
+    "frame_builtins": (blinds_the_watch("async def _suspended():\n    yield\n\n\nHARNESS = _suspended().ag_frame"
+                                        '.f_builtins["__import__"]("verifier.sandbox", None, None, ["OpWatch"])'),
+                       "dynamic-code"),
+    # an allowed module's namespace by __getstate__ (a module object has one): os's, then sys's, then any module
+    "module_getstate": (blinds_the_watch('import os\nHARNESS = os.__getstate__()["sys"].__getstate__()["modules"]'
+                                         '["verifier.sandbox"]'), "dynamic-code"),
+    # functools.wraps copies the attributes it is told to, by name, onto an object that keeps what it is given
+    "wraps_assigned": (blinds_the_watch("import functools\n\n\nclass _Keeps:\n    def __setattr__(self, name, value):"
+                                        "\n        _KEPT.append(value)\n\n\n_KEPT = []\nfunctools.wraps(load_inline, "
+                                        'assigned=("__glob" + "als__",), updated=())(_Keeps())\nHARNESS = _KEPT[0]',
+                                        True), "dynamic-code"),
+}
+
+
+@pytest.mark.parametrize("route", sorted(HARNESS_ROUTES))
+def test_no_route_from_the_candidates_python_reaches_the_harness(judge, route):
+    source, rule = HARNESS_ROUTES[route]
+    verdict = judge.verify(problem(), candidate(f"reaches_harness_{route}", source))
+    assert (verdict.category, verdict.rule) == (V.illegal, rule), verdict.detail
+
+
+def test_without_a_route_to_the_harness_the_same_candidate_is_seen_computing_with_aten(judge):
+    """The routes' control: what each blinds is what sees this candidate's compute (the passes above were the
+    route's)."""
+    verdict = judge.verify(problem(), candidate("aten_unblinded", computes_with_aten("")))
+    assert (verdict.category, verdict.rule) == (V.illegal, "torch-compute"), verdict.detail
+    assert "aten::sigmoid" in verdict.detail

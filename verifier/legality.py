@@ -18,6 +18,8 @@ import ast
 import functools
 import re
 import struct
+import sys
+import types
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,16 +90,38 @@ def forbidden_ops(ops: dict[str, int]) -> list[str]:
     return sorted(op for op in ops if op not in ALLOWED_OPS and not op.startswith(OWN_OP_PREFIX))
 
 
-# -- static rules ----------------------------------------------------------------------
-_FORBIDDEN_MODULES = {"ctypes", "gc", "inspect", "importlib", "builtins", "subprocess", "signal",
-                      "threading", "multiprocessing", "pickle", "marshal", "socket", "sys", "unittest",
-                      "concurrent", "shutil", "pathlib", "io", "tempfile", "triton", "numba", "cupy", "jax",
-                      # raw memory, processes, the interpreter's machinery, attribute access by name
-                      "mmap", "resource", "fcntl", "posix", "pty", "select", "selectors", "asyncio", "_thread",
-                      "faulthandler", "site", "runpy", "code", "codeop", "types", "operator", "copyreg", "dis",
-                      "weakref", "atexit", "sysconfig", "pyseccomp",
-                      # the harness itself
-                      "verifier", "training", "tasks", "flows", "warehouse", "schemas", "operators"}
+# -- static rules ----------------------------------------------------------------------------------------------------
+# What a candidate's Python may import: its module is glue around its own kernels. torch (with the sub-rules below),
+# math (constants), os (the environment; its process calls refused), time, functools, itertools and collections:
+# none resolves a dotted name, reads an attribute named by a string or loads code (functools' names that do, refused
+# below). __future__: compiler directives, no code. typing: annotations, and only the names in _TYPING_NAMES
+# (typing.get_type_hints evaluates a string annotation as code). Every other module, standard or not, is refused:
+# a denylist missed pkgutil.resolve_name, pydoc.locate and string.Formatter().get_field, each of which reached the
+# harness's modules by a string.
+ALLOWED_MODULES = frozenset({"torch", "math", "os", "time", "functools", "itertools", "collections", "typing",
+                             "__future__"})
+_ALLOWLIST_TEXT = "torch, math, os, time, functools, itertools, collections, typing and __future__"
+_TYPING_NAMES = frozenset({"Any", "Callable", "ClassVar", "Dict", "Final", "FrozenSet", "Generic", "Iterable",
+                           "Iterator", "List", "Literal", "Mapping", "MutableMapping", "NamedTuple", "Optional",
+                           "Sequence", "Set", "Tuple", "Type", "TypeVar", "Union", "cast", "overload", "TYPE_CHECKING",
+                           "Annotated", "Generator", "Hashable", "Sized", "SupportsInt", "SupportsFloat",
+                           "SupportsIndex", "Text", "NoReturn", "Deque", "DefaultDict", "OrderedDict", "Counter",
+                           "ChainMap", "Collection", "Container", "Reversible", "MutableSequence", "AbstractSet",
+                           "MutableSet", "Protocol", "TypeAlias", "ParamSpec", "Concatenate", "Self", "Never"})
+# Modules reached as an attribute of anything (`m.importlib`, where `m` is a module the rules cannot follow): names
+# of modules that resolve names, read attributes by a string, load code or reach the interpreter; the rules follow
+# the attributes of the modules a candidate imports itself (`torch.nn.functional.importlib`) whatever their name.
+_MODULE_ATTRIBUTES = {"importlib", "builtins", "ctypes", "gc", "inspect", "pickle", "_pickle", "marshal", "operator",
+                      "copyreg", "pkgutil", "pydoc", "runpy", "subprocess", "_posixsubprocess", "threading", "_thread",
+                      "multiprocessing", "traceback", "codeop", "zipimport", "pdb", "bdb", "dill", "cloudpickle",
+                      "posix", "string", "sysconfig"}
+# torch's loaders: they unpickle (torch.load ran a pickle's exec that blinded the op watch), import by name or run
+# code given as a string (torch.utils.benchmark's Timer), or start processes and connections. torch.jit's loaders are
+# refused with the compilers.
+_TORCH_LOADERS = ("torch.hub", "torch.package", "torch.serialization", "torch.utils.model_zoo", "torch.utils.data",
+                  "torch.utils.benchmark", "torch.utils.collect_env", "torch.utils.bundled_inputs",
+                  "torch.utils.mobile_optimizer", "torch.utils.show_pickle", "torch.utils.tensorboard",
+                  "torch.multiprocessing", "torch.distributed", "torch.onnx")
 _HOST_COMPUTE_MODULES = {"numpy", "scipy", "math"}  # math is fine for constants, not as a module of kernels
 # A tensor's values as a host array (numpy's arithmetic with no numpy imported), named however they are reached: an
 # alias (`f = x.numpy; f()`) is no call of .numpy()
@@ -105,17 +129,49 @@ _HOST_ARRAYS = {"numpy", "tolist", "__array__", "__array_interface__", "__array_
                 "__array_priority__", "__dlpack__", "__cuda_array_interface__"}
 _PROCESS_CALLS = {"exit", "quit", "_exit", "abort", "kill"}
 _OS_CALLS = {"system", "fork", "forkpty", "popen", "execv", "execve", "execvp", "spawnv", "killpg"}
+# os's process control by any of its names (exec*, spawn*, posix_spawn*, fork*, ...), however it is reached
+_OS_PROCESS = re.compile(r"exec\w*|spawn\w*|posix_spawn\w*|fork\w*|system|popen|kill\w*|register_at_fork|setsid|"
+                         r"abort|_exit|pidfd_\w+|plock|startfile")
+# Builtins that read, write or evaluate by a name or a string, refused wherever they are named: called, or as a value
+# (`g = getattr; g(obj, "x")`, `functools.partial(getattr, obj)`).
 _DYNAMIC_CALLS = {"exec", "eval", "compile", "__import__", "setattr", "delattr", "globals", "vars", "locals",
-                  "breakpoint", "open", "getattr"}
+                  "breakpoint", "open", "getattr", "help"}
 _DUNDER_ESCAPES = {"__globals__", "__code__", "__subclasses__", "__dict__", "f_globals", "f_back", "__closure__",
                    "__builtins__", "__import__", "__loader__", "__reduce__", "__class__", "__mro__", "__bases__",
                    "__base__", "__self__", "__func__", "__spec__", "__getattribute__", "gi_frame", "cr_frame",
-                   "tb_frame", "f_locals", "co_code"}
+                   "tb_frame", "f_locals", "co_code",
+                   # an object's namespace as a dict (a module's too: os.__getstate__()["sys"]), its pickling
+                   "__getstate__", "__setstate__", "__reduce_ex__", "__defaults__", "__kwdefaults__",
+                   # attributes set or removed by a name
+                   "__setattr__", "__delattr__",
+                   # a class pattern's attribute names, and classes that match anything
+                   "__match_args__", "__instancecheck__", "__subclasscheck__"}
+# Refused as names of functions a candidate defines too (a metaclass whose isinstance says yes to anything)
+_DEFINED_ESCAPES = {"__match_args__", "__instancecheck__", "__subclasscheck__"}
+# A tensor subclass's hooks run whenever the harness touches its outputs: a __torch_function__ computes with ATen
+# when the harness reads the result, out of the trials' sight
+_TORCH_HOOKS = {"__torch_function__", "__torch_dispatch__"}
+# functools' names that read attributes by a string: singledispatch's register evaluates string annotations
+# (typing.get_type_hints); update_wrapper (and wraps with `assigned`/`updated`) copies the attributes it is named onto
+# an object that keeps them. typing's evaluators, and importers by name (torch.ops.import_module), however reached.
+_NAME_READERS = {"singledispatch", "singledispatchmethod", "update_wrapper", "get_type_hints", "ForwardRef",
+                 "get_annotations", "_eval_type", "evaluate_forward_ref", "WRAPPER_ASSIGNMENTS", "WRAPPER_UPDATES",
+                 "import_module", "resolve_name", "locate"}
+# Every attribute of a frame, generator, coroutine, async generator, traceback and code object: each leads to frames,
+# and a frame to its globals and builtins (ag_frame.f_builtins["__import__"] reached the harness). Their exact names
+# (honest code names its own attributes tb_mm or f_out), this interpreter's and later ones'.
+_INTERPRETER_ATTRIBUTES = frozenset(
+    {name for kind in (types.FrameType, types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType,
+                       types.TracebackType, types.CodeType)
+     for name in dir(kind) if re.match(r"(?:f|gi|cr|ag|tb|co)_", name)}
+    | {"f_generator", "ag_suspended", "co_branches"})
 # Attribute names that reach the interpreter or other modules whatever object they hang off
 # (`os.sys.modules`, `torch.utils.cpp_extension.os`): frames, module tables, the dispatcher's modes.
 _ESCAPE_ATTRIBUTES = {"sys", "modules", "_getframe", "load_library", "classes", "library", "overrides"}
+# A module's own attributes a candidate may read (the rest are its machinery: namespace, loader, lazy __getattr__)
+_MODULE_DUNDERS = {"__name__", "__doc__", "__version__", "__file__", "__all__", "__package__"}
 # Format strings read attributes too: "{0.__globals__}".format(f)
-_FORMAT_ESCAPE = re.compile(r"\{[^{}]*\.(__\w+__|f_\w+|gi_\w+)")
+_FORMAT_ESCAPE = re.compile(r"\{[^{}]*\.(__\w+__|(?:f|gi|cr|ag|tb|co)_\w+)")
 _COMPILERS = {"compile", "jit", "_dynamo", "_inductor", "fx", "export"}
 # torch.* calls ModelNew.forward may make: allocation and views (DESIGN.md §4).
 _FORWARD_GLUE = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "tensor", "as_strided", "reshape",
@@ -175,59 +231,202 @@ def _string_constants(tree: ast.AST) -> list[str]:
     return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
 
 
+def _module_refusal(name: str) -> tuple[str, str] | None:
+    """Why a candidate may not use the module `name` (dotted) — (rule, reason) — or None."""
+    parts = name.split(".")
+    root = parts[0]
+    if root in _HOST_COMPUTE_MODULES - {"math"}:
+        return "host-compute", "compute must run in your kernels, not on the host"
+    if root not in ALLOWED_MODULES:
+        return "forbidden-import", f"which the sandbox forbids: a candidate may import only {_ALLOWLIST_TEXT}"
+    if root == "torch" and len(parts) > 1:
+        if parts[1] in _COMPILERS:
+            return "torch-compile", "compiled torch code is not your kernel"
+        if any(p.startswith("_") for p in parts[1:]) or set(parts[1:]) & {"library", "overrides", "classes"}:
+            return "torch-internals", "torch internals (dispatcher, modes, op registration) are off limits"
+        if any(name == m or name.startswith(m + ".") for m in _TORCH_LOADERS):
+            return "dynamic-code", "torch's loaders unpickle, import or run code by name; a kernel loads nothing"
+    elif any(p.startswith("_") for p in parts[1:]):
+        return "dynamic-code", "a module's private parts are off limits"
+    return None
+
+
+def _said(name: str, reason: str) -> str:
+    return f"{name!r}, {reason}" if reason.startswith("which") else f"{name!r}: {reason}"
+
+
+_MISSING = object()
+
+
+def _member(owner: object, name: str) -> object:
+    """`owner.name` where `owner` is a module, read in this (the judge's) process without running anything: the
+    module's own namespace, else a submodule already imported; _MISSING otherwise (and for anything not a module)."""
+    if not isinstance(owner, types.ModuleType):
+        return _MISSING
+    value = vars(owner).get(name, _MISSING)
+    if value is _MISSING:
+        value = sys.modules.get(f"{owner.__name__}.{name}", _MISSING)
+    return value
+
+
+def _module_name(owner: types.ModuleType, name: str, value: types.ModuleType) -> str:
+    """The name a module reached as `owner.name` goes by: its path when it is registered there (os.path is
+    posixpath), else its own (os.sys is sys)."""
+    path = f"{owner.__name__}.{name}"
+    return path if sys.modules.get(path) is value else value.__name__
+
+
+def _defined_by_loader(value: object) -> str | None:
+    """The loader module a function or class reached in an allowed module comes from (torch.load: torch.serialization)."""
+    module = getattr(value, "__module__", None) if callable(value) else None
+    if isinstance(module, str) and module.startswith("torch.") and _module_refusal(module) is not None \
+            and _module_refusal(module)[0] == "dynamic-code":
+        return module
+    return None
+
+
 class _Checker(ast.NodeVisitor):
     """Collects violations of the static rules over a candidate's Python."""
 
     def __init__(self, tree: ast.Module):
         self.found: list[Violation] = []
         self.torch_names = {"torch", "nn", "F"}
+        self.imported: set[str] = set()  # every name an import binds
+        self.modules: dict[str, types.ModuleType] = {}  # the names bound to modules the rules can follow
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 self.torch_names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("torch")}
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
-                self.torch_names |= {a.asname or a.name for a in node.names}
+                for a in node.names:
+                    bound = a.asname or a.name.split(".")[0]
+                    self.imported.add(bound)
+                    module = sys.modules.get(a.name if a.asname else bound)
+                    if module is not None and _module_refusal(a.name) is None:
+                        self.modules[bound] = module
+            elif isinstance(node, ast.ImportFrom):
+                if (node.module or "").startswith("torch"):
+                    self.torch_names |= {a.asname or a.name for a in node.names}
+                owner = sys.modules.get(node.module or "") if not node.level else None
+                for a in node.names:
+                    self.imported.add(a.asname or a.name)
+                    value = _member(owner, a.name)
+                    if isinstance(value, types.ModuleType):
+                        self.modules[a.asname or a.name] = value
+        # aliases of what imports bound (`t = torch`, `T = torch.Tensor`): followed, and protected from assignment.
+        # A plain assignment to names only, outside a class body (there it binds a class attribute the rules cannot
+        # follow: `self.m.load`).
+        self.aliases: set[str] = set()
+        in_classes = {id(stmt) for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef) for stmt in cls.body}
+        assigns = [n for n in ast.walk(tree) if isinstance(n, ast.Assign) and id(n) not in in_classes
+                   and isinstance(n.value, (ast.Name, ast.Attribute))
+                   and all(isinstance(t, ast.Name) for t in n.targets)]
+        self._aliased = {id(n.value) for n in assigns}
+        self._attribute_values = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        for _ in range(4):
+            for node in assigns:
+                value = self._resolve(node.value)
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        if isinstance(value, types.ModuleType):
+                            self.modules.setdefault(target.id, value)
+                        if _root_name(node.value) in self.imported | self.aliases | self.torch_names:
+                            self.aliases.add(target.id)
         self.in_forward = 0
-        self._called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        self._calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        self._called = set(self._calls)
 
     def add(self, rule: str, message: str) -> None:
         self.found.append(Violation(rule, message))
+
+    def _resolve(self, node: ast.AST) -> object | None:
+        """The module object a name or attribute chain is, where the rules can follow it (imports, aliases)."""
+        if isinstance(node, ast.Name):
+            return self.modules.get(node.id)
+        if isinstance(node, ast.Attribute):
+            value = _member(self._resolve(node.value), node.attr)
+            return None if value is _MISSING else value
+        return None
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             self._module(alias.name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        self._module(node.module or "")
-        if (node.module or "").startswith("torch"):
+        if node.level:
+            self.add("forbidden-import", f"a relative import (from {'.' * node.level}{node.module or ''}): a "
+                                         f"candidate may import only {_ALLOWLIST_TEXT}")
+            return
+        module = node.module or ""
+        self._module(module)
+        if any(alias.name == "*" for alias in node.names):
+            self.add("forbidden-import", f"from {module} import *: name what you import")
+        if module.startswith("torch"):
             for alias in node.names:
                 if alias.name.startswith("_") or alias.name in {"library", "overrides", "classes"}:
-                    self.add("torch-internals", f"imports {node.module}.{alias.name}: torch internals are off limits")
-        if node.module == "os":
+                    self.add("torch-internals", f"imports {module}.{alias.name}: torch internals are off limits")
+        if module in ("os", "posix"):
             for alias in node.names:
-                if alias.name in _PROCESS_CALLS | _OS_CALLS:
+                if alias.name in _PROCESS_CALLS | _OS_CALLS or _OS_PROCESS.fullmatch(alias.name):
                     self.add("process-control", f"imports os.{alias.name}")
+        owner = sys.modules.get(module)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            self._reached(owner, module, alias.name, f"imports {alias.name} from {module}")
+
+    def _reached(self, owner: object, path: str, name: str, what: str) -> None:
+        """Rules over `path.name` (`owner`: the module at `path`, where the rules can follow it): a module re-exported
+        by an allowed one (`from torch import sys`), a loader's function (`torch.load`), a private name, a name of
+        typing or functools that reads by a string."""
+        root = path.split(".")[0]
+        if root not in ALLOWED_MODULES:
+            return  # refused as an import already
+        if name in _NAME_READERS:
+            self.add("dynamic-code", f"{what}: it reads attributes or evaluates code by a string")
+        elif root == "typing" and name not in _TYPING_NAMES:
+            self.add("dynamic-code", f"{what}: typing gives annotations only ({', '.join(sorted(_TYPING_NAMES)[:6])}"
+                                     ", ...)")
+        elif name.startswith("_") and not (name.startswith("__") and name.endswith("__")) and root != "torch":
+            self.add("dynamic-code", f"{what}: a module's private names are off limits")
+        value = _member(owner, name)
+        if isinstance(value, types.ModuleType):
+            full = _module_name(owner, name, value)
+            refusal = _module_refusal(full)
+            if refusal:
+                self.add(refusal[0], f"{what}: it is the module {_said(full, refusal[1])}")
+        elif value is _MISSING:
+            refusal = _module_refusal(f"{path}.{name}") if root == "torch" else None
+            if refusal is None and name in _MODULE_ATTRIBUTES:
+                refusal = _module_refusal(name)
+            if refusal:
+                self.add(refusal[0], f"{what}: it is the module {_said(name, refusal[1])}")
+        else:
+            loader = _defined_by_loader(value)
+            if loader:
+                self.add("dynamic-code", f"{what}: it is {loader}'s, and torch's loaders unpickle, import or run code "
+                                         "by name; a kernel loads nothing")
 
     def _module(self, name: str) -> None:
-        root = name.split(".")[0]
-        if name in _FORBIDDEN_MODULES or root in _FORBIDDEN_MODULES:
-            self.add("forbidden-import", f"imports {name!r}, which the sandbox forbids")
-        elif root in _HOST_COMPUTE_MODULES - {"math"}:
-            self.add("host-compute", f"imports {name!r}: compute must run in your kernels, not on the host")
-        parts = name.split(".")
-        if parts[0] == "torch" and len(parts) > 1 and parts[1] in _COMPILERS:
-            self.add("torch-compile", f"imports {name!r}: compiled torch code is not your kernel")
-        elif parts[0] == "torch" and (any(p.startswith("_") for p in parts[1:])
-                                      or set(parts[1:]) & {"library", "overrides", "classes"}):
-            self.add("torch-internals", f"imports {name!r}: torch internals (dispatcher, modes, op registration) "
-                                        "are off limits")
+        refusal = _module_refusal(name)
+        if refusal:
+            self.add(refusal[0], f"imports {_said(name, refusal[1])}")
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in _DEFINED_ESCAPES:
+            self.add("dynamic-code", f"defines {node.name}: classes that match anything, patterns that read "
+                                     "attributes by name")
+        elif node.name in _TORCH_HOOKS:
+            self.add("torch-internals", f"defines {node.name}: a tensor subclass's dispatch hooks run when the "
+                                        "harness reads its outputs")
         forward = node.name == "forward"
         self.in_forward += forward
         self.generic_visit(node)
         self.in_forward -= forward
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Match(self, node: ast.Match) -> None:
+        self.add("dynamic-code", "a match statement: its class patterns read attributes by name")
+        self.generic_visit(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if node.name == "ModelNew":
@@ -263,7 +462,7 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _check_targets(self, targets: list[ast.AST]) -> None:
-        protected = self.torch_names | {"os", "time", "math", "numpy", "np"}
+        protected = self.torch_names | self.imported | self.aliases | {"os", "time", "math", "numpy", "np"}
         for target in targets:
             for sub in ast.walk(target):
                 if isinstance(sub, ast.Attribute) and _root_name(sub) in protected:
@@ -291,18 +490,58 @@ class _Checker(ast.NodeVisitor):
             self.add("process-control", f"raises {exc.id}")
         self.generic_visit(node)
 
+    def _module_as_value(self, node: ast.AST, module: object) -> None:
+        """A module is used by its attributes (`torch.nn`, `F.relu`) or aliased by a plain assignment (`t = torch`),
+        never as a value the rules would lose sight of (`[torch][0].load`, `f(torch)`, `lambda: torch`)."""
+        if isinstance(module, types.ModuleType) and isinstance(node.ctx, ast.Load) \
+                and id(node) not in self._attribute_values and id(node) not in self._aliased:
+            self.add("dynamic-code", f"uses the module {ast.unparse(node)} as a value: a module is used by its "
+                                     "attributes")
+
     def visit_Name(self, node: ast.Name) -> None:
+        self._module_as_value(node, self.modules.get(node.id))
         if node.id in _DUNDER_ESCAPES:
             self.add("dynamic-code", f"uses {node.id}")
+        elif node.id in _DYNAMIC_CALLS:  # named as a value too: `g = getattr; g(obj, "x")`
+            self.add("dynamic-code", f"names {node.id}: it reads, writes or runs by a name or a string")
+        elif node.id in _TORCH_HOOKS:
+            self.add("torch-internals", f"uses {node.id}: a tensor subclass's dispatch hooks run when the harness "
+                                        "reads its outputs")
+        elif node.id in _NAME_READERS:
+            self.add("dynamic-code", f"uses {node.id}: it reads attributes or evaluates code by a string")
+        elif node.id == "wraps" and not self._plain_wraps(node):
+            self.add("dynamic-code", "uses wraps other than as @wraps(f): it copies the attributes it is named, by a "
+                                     "string")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in _HOST_ARRAYS:
-            self.add("host-compute", f"uses .{node.attr}: a tensor's values as a host array are computed on by the "
+        attr = node.attr
+        if attr in _HOST_ARRAYS:
+            self.add("host-compute", f"uses .{attr}: a tensor's values as a host array are computed on by the "
                                      "host, not your kernels")
-        elif node.attr in _DUNDER_ESCAPES:
-            self.add("dynamic-code", f"uses .{node.attr}")
-        elif node.attr in _ESCAPE_ATTRIBUTES and not (node.attr == "modules" and self._is_method_call(node)):
-            self.add("dynamic-code", f"uses .{node.attr}: interpreter and dispatcher internals are off limits")
+        elif attr in _DUNDER_ESCAPES or attr in _INTERPRETER_ATTRIBUTES:
+            self.add("dynamic-code", f"uses .{attr}")
+        elif attr in _TORCH_HOOKS:
+            self.add("torch-internals", f"uses .{attr}: a tensor subclass's dispatch hooks run when the harness "
+                                        "reads its outputs")
+        elif attr in _ESCAPE_ATTRIBUTES and not (attr == "modules" and self._is_method_call(node)):
+            self.add("dynamic-code", f"uses .{attr}: interpreter and dispatcher internals are off limits")
+        elif attr in _MODULE_ATTRIBUTES and isinstance(node.ctx, ast.Load):
+            self.add("forbidden-import", f"uses .{attr}: the module {attr!r}, which the sandbox forbids")
+        elif attr in _NAME_READERS:
+            self.add("dynamic-code", f"uses .{attr}: it reads attributes, imports or evaluates code by a string")
+        elif attr == "wraps" and not self._plain_wraps(node):
+            self.add("dynamic-code", f"uses {ast.unparse(node)} other than as @wraps(f): it copies the attributes it "
+                                     "is named, by a string")
+        owner = self._resolve(node.value)
+        if isinstance(owner, types.ModuleType):
+            self._module_as_value(node, _member(owner, attr))
+            path = owner.__name__
+            if attr.startswith("__") and attr.endswith("__") and attr not in _MODULE_DUNDERS:
+                self.add("dynamic-code", f"uses {ast.unparse(node)}: a module's machinery (its namespace, loader, lazy "
+                                         "attributes) is off limits")
+            elif path.split(".")[0] in ("os", "posix", "posixpath") and _OS_PROCESS.fullmatch(attr):
+                self.add("process-control", f"uses {ast.unparse(node)}")
+            self._reached(owner, path, attr, f"uses {ast.unparse(node)}")
         dotted = _dotted(node)
         if dotted and dotted[0] in self.torch_names and any(
                 part.startswith("_") and not (part.startswith("__") and part.endswith("__")) for part in dotted[1:]):
@@ -310,13 +549,25 @@ class _Checker(ast.NodeVisitor):
                                         "the C extension) are off limits")
         self.generic_visit(node)
 
+    def _plain_wraps(self, node: ast.AST) -> bool:
+        """`functools.wraps(f)` as a decorator's factory: one argument, no `assigned` or `updated`."""
+        call = self._calls.get(id(node))
+        return call is not None and len(call.args) == 1 and not call.keywords \
+            and not isinstance(call.args[0], ast.Starred)
+
     def _is_method_call(self, node: ast.Attribute) -> bool:
         """`x.modules()` on a module of the candidate's own (nn.Module.modules) rather than `sys.modules`."""
         return id(node) in self._called and not (isinstance(node.value, ast.Attribute) and node.value.attr == "sys")
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and _FORMAT_ESCAPE.search(node.value):
-            self.add("dynamic-code", "a format string reads a dunder or frame attribute")
+        if isinstance(node.value, str):
+            if _FORMAT_ESCAPE.search(node.value):
+                self.add("dynamic-code", "a format string reads a dunder or frame attribute")
+            elif node.value in _DUNDER_ESCAPES or node.value in _INTERPRETER_ATTRIBUTES:
+                self.add("dynamic-code", f"names {node.value} in a string")
+            elif node.value in _TORCH_HOOKS:
+                self.add("torch-internals", f"names {node.value} in a string: a tensor subclass's dispatch hooks run "
+                                            "when the harness reads its outputs")
 
 
 # Mechanisms native code has no business using in a kernel: each one is how a candidate reaches the
