@@ -743,3 +743,71 @@ def test_without_a_route_to_the_harness_the_same_candidate_is_seen_computing_wit
     verdict = judge.verify(problem(), candidate("aten_unblinded", computes_with_aten("")))
     assert (verdict.category, verdict.rule) == (V.illegal, "torch-compute"), verdict.detail
     assert "aten::sigmoid" in verdict.detail
+
+
+# 7: library math linked from torch's own libraries (libtorch_cpu exports MKL's BLAS in every spelling): a 256x256
+# matmul by the Fortran-style SGEMM, declared by hand under a name the preprocessor pastes together. It passed as
+# the candidate's own kernel, at about eager's speed.
+MATMUL = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+def get_inputs():
+    return [torch.randn(256, 256), torch.randn(256, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+LIBRARY_GEMM = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+src = r"""
+#include <torch/extension.h>
+#define KD_PASTE(a, b) a##b
+extern "C" void KD_PASTE(SG, EMM)(const char*, const char*, const int*, const int*, const int*, const float*,
+                                  const float*, const int*, const float*, const int*, const float*, float*, const int*);
+torch::Tensor fwd(torch::Tensor a, torch::Tensor b) {
+  auto ac = a.contiguous();
+  auto bc = b.contiguous();
+  int m = ac.size(0), k = ac.size(1), n = bc.size(1);
+  auto out = torch::empty({m, n}, ac.options());
+  const float one = 1.0f, zero = 0.0f;
+  // row-major out = a b is column-major out^T = b^T a^T
+  KD_PASTE(SG, EMM)("N", "N", &n, &m, &k, &one, bc.data_ptr<float>(), &n, ac.data_ptr<float>(), &k, &zero,
+                    out.data_ptr<float>(), &n);
+  return out;
+}
+"""
+mod = load_inline(name="fwd", cpp_sources=src, functions=["fwd"])
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return mod.fwd(a, b)
+'''
+
+
+def test_library_math_is_refused_in_the_built_objects_imports_whatever_its_case(judge):
+    from schemas.records import Candidate, Problem
+
+    matmul = Problem(id=Problem.make_id(MATMUL), source="test", reference=MATMUL, name="matmul")
+    gemm = Candidate(id=Candidate.make_id(matmul.id, LIBRARY_GEMM, "cpu"), problem_id=matmul.id, source=LIBRARY_GEMM,
+                     origin="library_gemm")
+    verdict = judge.verify(matmul, gemm)
+    assert (verdict.category, verdict.rule) == (V.illegal, "library-math"), verdict.detail
+    assert "SGEMM" in verdict.detail

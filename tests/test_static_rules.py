@@ -10,7 +10,7 @@ import ast
 
 import pytest
 
-from verifier.legality import ALLOWED_MODULES, check_source
+from verifier.legality import ALLOWED_MODULES, check_artifact_symbols, check_source
 
 
 def rules(source: str) -> list[str]:
@@ -232,6 +232,45 @@ def test_attributes_that_only_look_like_frame_attributes_pass():
     assert rules("self.tb_mm = mod\ny = self.tb_mm.matmul_forward(a, b)\nself.f_out = 3\nself.co_dim = 2") == []
 
 
+# -- 7: library math in a built object's imported symbols ---------------------------------------------------------------
+def _imports(*names: str) -> list[str]:
+    from tests.test_redteam_reward import _elf_importing
+
+    return [v.rule for v in check_artifact_symbols(_elf_importing(list(names)), False)]
+
+
+@pytest.mark.parametrize("symbol", [
+    "SGEMM", "sgemm_", "sgemm", "Sgemm", "DGEMM_64", "cgemm_batch", "ZGEMM", "sgemv_", "DGEMV", "saxpy", "DAXPY_",
+    "sdot", "ddot_", "cdotc_", "zdotu", "sscal_", "DSCAL", "scopy", "dswap_", "srot", "drotg", "snrm2_", "dznrm2",
+    "sasum", "isamax_", "IDAMAX", "ssyrk", "dsymm_", "ctrmm", "ztrsm_", "dger_", "zgeru", "sgetrf_", "DPOTRF",
+    "dsyevd_", "sgesdd", "cblas_sgemm", "CBLAS_DGEMV", "cblas_saxpy", "mkl_sgemm", "MKL_Somatcopy",
+    "mkl_blas_sgemm", "vsExp", "vdLn", "vmsExp", "VSEXP", "vsexp_", "vmdlog10_", "vdacos_64_", "VDTANH_", "vsTanh", "DftiComputeForward",
+    "fbgemmPacked", "_ZN6fbgemm11fbgemmPackedEv", "_ZN6fbgemm9cblas_gemmEv", "_ZN4dnnl6memoryC1Ev",
+    "dnnl_sgemm", "mkldnn_sgemm", "_ZN5ideep6tensorC1Ev", "cublasSgemm_v2", "CUBLASSGEMM", "cublasLtMatmul",
+    "cudnnConvolutionForward", "cufftExecC2C", "cusparseSpMM", "cusolverDnSgetrf", "curandGenerate",
+    "ncclAllReduce", "nnp_convolution_output", "pytorch_qnnp_create_convolution2d_nhwc_q8", "xnn_create_gemm",
+    "aoti_torch_cpu_mm_out", "gemm_", "sgemm_batch_strided", "SGEMM_COMPACT",
+])
+def test_library_math_symbols_are_refused_in_any_case(symbol):
+    assert _imports("expf", symbol) == ["library-math"], symbol
+
+
+@pytest.mark.parametrize("symbol", [
+    "expf", "exp", "sinf", "cosf", "tanhf", "logf", "sqrtf", "powf", "erff", "fmaxf", "fminf", "floorf", "ceilf",
+    "roundf", "lroundf", "expm1f", "log1pf", "memcpy", "memset", "memmove", "malloc", "free", "calloc", "strlen",
+    "vsnprintf", "vsprintf", "snprintf", "printf", "puts", "__cxa_throw", "__cxa_allocate_exception",
+    "__cxa_begin_catch", "__gxx_personality_v0", "_Unwind_Resume", "__stack_chk_fail", "__assert_fail",
+    "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads", "cudaLaunchKernel", "cudaGetLastError",
+    "__cudaRegisterFunction", "__cudaRegisterFatBinary", "__cudaPopCallConfiguration", "cudaMemcpyAsync",
+    "_ZN3c1019UndefinedTensorImpl10_singletonE", "_ZNK2at10TensorBase14const_data_ptrIfEEPKT_v",
+    "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs", "_ZdlPv", "_Znwm", "_ZSt9terminatev", "csqrtf", "cabsf", "cexpf",
+    "sincosf", "scalbnf", "ldexpf", "frexpf", "copysignf", "sched_yield", "pthread_once", "strcmp", "dladdr",
+    "Sleef_expf8_u10", "Sleef_tanhf8_u10",
+])
+def test_what_honest_objects_import_is_not_library_math(symbol):
+    assert _imports(symbol) == [], symbol
+
+
 @pytest.mark.parametrize("source", [
     "import torch\n[torch][0].load(f)", "import torch\nm = (lambda: torch)()", "import torch\nf(torch)",
     "import torch\nclass A:\n    m = torch\nA.m.load(f)", "import torch\nself.m = torch.nn", "import torch\nx = [torch.nn]",
@@ -250,3 +289,16 @@ def test_modules_aliased_and_used_by_their_attributes_pass():
               "class M(nn.Module):\n    def __init__(self):\n        self.act = (F.relu, fn.gelu, t.float32)\n"
               "y = isinstance(x, torch.Tensor)\nz = torch.empty(3, dtype=torch.float32, device=torch.device('cpu'))")
     assert rules(source) == []
+
+
+def test_every_c_name_torchs_own_libraries_export_is_library_code():
+    """libtorch_cpu exports 26,000 C names (MKL, LAPACK, NNPACK, QNNPACK, libuv, miniz, the AOTInductor shim's ATen
+    kernels...): an object that imports one calls that library, whatever the rules over names know of it."""
+    from verifier.legality import _bundled_exports
+
+    exports = _bundled_exports()
+    assert {"SGEMM", "sgemm_", "vsExp", "vmdLn", "aoti_torch_cpu_mm_out", "nnp_convolution_output", "uv_tcp_connect",
+            "pthreadpool_parallelize_1d"} <= exports
+    assert not exports & {"expf", "memcpy", "vsnprintf", "GOMP_parallel", "omp_get_thread_num", "Sleef_expf8_u10"}
+    sample = sorted(exports)[::max(1, len(exports) // 400)]
+    assert [name for name in sample if _imports(name) != ["library-math"]] == []

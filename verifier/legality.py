@@ -751,8 +751,84 @@ def _bypasses_the_watch(parts: list[str]) -> bool:
         or parts[:3] in (["torch", "Library", "_impl"], ["torch", "Library", "_fallback"])
 
 
-_LIBRARY_SYMBOLS = re.compile(r"(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver|curand|cblas_|mkl_|dnnl_|nccl)\w*|"
-                              r"[sdcz](?:gemm|gemv|axpy|dot|syrk|trsm)_?")
+# Library math among a built object's imports, by name in any case (libtorch_cpu exports MKL's BLAS as SGEMM, sgemm,
+# sgemm_ and cblas_sgemm; a hand-declared extern "C" SGEMM passed a matmul as the candidate's own kernel): BLAS levels
+# 1-3 and the common LAPACK drivers with their s/d/c/z (and isamax, scnrm2, dsdot...) prefixes, 64-bit, batched and
+# Fortran spellings; cblas, LAPACKE, MKL (VML, VSL, DFTI), oneDNN, fbgemm, NNPACK, QNNPACK, XNNPACK, the AOTInductor
+# shim's ATen kernels, and NVIDIA's libraries.
+_BLAS_OPS = (r"gemm\w*|gemv\w*|gbmv|hemv|hbmv|hpmv|symv|sbmv|spmv|trmv|tbmv|tpmv|trsv|tbsv|tpsv|geru?|gerc|her2?k?|"
+             r"hpr2?|syr2?k?|spr2?|symm|hemm|trmm|trsm\w*|axpby|axpy|dotu|dotc|dot|scal|swap|copy|rotg|rotmg|rotm|rot|"
+             r"nrm2|asum|amax|amin|cabs1|omatcopy\w*|imatcopy|omatadd|"
+             r"ge(?:trf|trs|tri|sv|svx|qrf|qp3|lqf|rqf|qlf|svd|sdd|svdx|jsv|ev|evd|evr|evx|es|hrd|brd|bal|bak|lsd|lss|"
+             r"lsy|ls|els|con|equ|rfs)|po(?:trf|trs|tri|sv|con|equ)|pb(?:trf|trs|sv)|gb(?:trf|trs|sv)|"
+             r"sy(?:ev|evd|evr|evx|trf|trs|tri|sv|trd|gv|gvd)|he(?:ev|evd|evr|evx|trf|trs|tri|sv|trd|gv|gvd)|"
+             r"tr(?:tri|trs|con)|or(?:gqr|mqr|glq|mlq|gtr|mtr|gbr|mbr)|un(?:gqr|mqr|glq|mlq|gtr|mtr|gbr|mbr)|"
+             r"st(?:ev|evd|edc|eqr|erf)|bd(?:sqr|sdc)|la(?:mch|nge|nsy|cpy|set|rfg|rfb|rft|rf|scl|swp|py2|rtg)")
+_LIBRARY_SYMBOLS = re.compile(
+    r"(?:i[sdcz]|sc|dz|ds|sds|zd|cs|[sdcz])(?:" + _BLAS_OPS + r")(?:_batch(?:_strided)?|_compact|_?64)*_?|"
+    r"\w*(?:gemm|gemv|blas|lapack|mkl|fbgemm|dnnl|mkldnn|onednn|ideep|qnnp|nnpack|xnnpack)\w*|"
+    r"(?:vml|vsl|dfti|nnp_|xnn_|aoti_torch_)\w*|"
+    r"(?:cublas|cublasLt|cudnn|cufft|cusparse|cusolver|curand|cutensor|nccl|magma_|nvblas|cusparseLt)\w*",
+    re.IGNORECASE)
+# MKL's vector math and statistics in their mixed- and upper-case spellings (vsExp, vmdLn, VSEXP_); the lower-case
+# ones (vsexp) only as torch's libraries export them, below: libc has vsnprintf
+_VECTOR_MATH = re.compile(r"v(?:m[sdcz]|[sdcz])[A-Z]\w*|V(?:M[SDCZ]|[SDCZ])[A-Z0-9]+_?|v(?:m[sdcz]|[sdcz])[a-z0-9]+_")
+# C++ namespaces of the libraries torch bundles (fbgemm::, dnnl::, ideep::, qnnpack:: and quantized packed weights)
+_LIBRARY_NAMESPACES = re.compile(r"(?i)fbgemm\w*|dnnl|mkldnn|onednn|ideep|qnnpack|xnnpack|mkl|cublas\w*|cudnn\w*|"
+                                 r"Packed\w*Weight\w*|sleef|cutlass|cute")
+# What a candidate's object may import by a C name that torch's own libraries export too: the elementary functions
+# ATen's vectorized math compiles to (at::vec, like libm's), OpenMP, the CUDA runtime and driver, torch's Python glue
+# (THPVariableClass: a pybind11 module's reach into the interpreter is check_module_objects' to judge)
+_C_GLUE = re.compile(r"Sleef_\w+|GOMP_\w+|omp_\w+|kmp_\w+|_?_?cuda\w*|cu[A-Z]\w*|THP\w+|_end|_edata|__bss_start|_init|"
+                     r"_fini")
+
+
+def _defined_c_names(path: str) -> frozenset[str]:
+    """The C (unmangled) names a shared library exports: defined, global or weak, in its .dynsym."""
+    import mmap
+
+    names = set()
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as elf:
+        sections = _sections(elf)
+        for _, kind, offset, size, link, _ in sections or []:
+            if kind != 11 or link >= len(sections):  # SHT_DYNSYM
+                continue
+            strings = sections[link][2]
+            for at in range(offset, min(offset + size, len(elf) - 23), 24):
+                name, info, _, shndx = struct.unpack_from("<IBBH", elf, at)
+                if name and shndx != 0 and info >> 4 in (1, 2) and elf[strings + name:strings + name + 2] != b"_Z":
+                    names.add(_c_string(elf, strings + name))
+    return frozenset(names)
+
+
+@functools.cache
+def _bundled_exports() -> frozenset[str]:
+    """The C names torch's own shared libraries export (libtorch_cpu's 27,000: MKL's BLAS, LAPACK, VML, VSL and FFT in
+    every spelling, NNPACK, QNNPACK, pthreadpool, miniz, libuv, the AOTInductor shim's ATen kernels...): a candidate's
+    object that imports one calls that library, whatever the rules over names know of it. OpenMP's runtime (which
+    torch ships beside them) and the glue in _C_GLUE are the candidate's to use."""
+    from pathlib import Path
+
+    names: set[str] = set()
+    for path in sorted((Path(torch.__file__).parent / "lib").glob("lib*.so*")):
+        if not path.name.startswith(("libgomp", "libiomp", "libomp", "libcudart", "libnvrtc", "libnvToolsExt",
+                                     "libcuda.", "libcupti")):
+            try:
+                names |= _defined_c_names(str(path))
+            except (OSError, ValueError):
+                continue
+    return frozenset(name for name in names if not _C_GLUE.fullmatch(name))
+
+
+def _library_math(name: str, parts: list[str]) -> bool:
+    if parts:  # a C++ name: the library's namespace, or a library's name among its components
+        return bool(_LIBRARY_NAMESPACES.fullmatch(parts[0])) or any(
+            re.fullmatch(r"(?i)\w*(?:gemm|gemv|blas|lapack|mkl)\w*", part) for part in parts)
+    if name.startswith("_Z"):
+        return False
+    return bool(_LIBRARY_SYMBOLS.fullmatch(name) or _VECTOR_MATH.fullmatch(name)) or name in _bundled_exports()
+
+
 _SYSTEM_SYMBOLS = frozenset({"dlopen", "dlmopen", "dlsym", "dlvsym", "syscall", "fork", "vfork", "execve", "execv",
                              "execvp", "execvpe", "execl", "execlp", "ptrace", "process_vm_readv", "process_vm_writev",
                              "mprotect", "pkey_mprotect", "prctl", "unshare", "setns", "clone", "clone3"})
@@ -767,7 +843,7 @@ def _native_symbol_violations(imported: set[str]) -> list[Violation]:
                                                           and f"aten::{parts[2]}" not in ALLOWED_OPS)):
             found.append(Violation("torch-compute", f"its compiled code calls ATen's kernel {'::'.join(parts)} "
                                                     "directly: the computation must be done by your own kernel"))
-        elif parts[:3] == ["at", "cuda", "blas"] or _LIBRARY_SYMBOLS.fullmatch(name):
+        elif parts[:3] == ["at", "cuda", "blas"] or _library_math(name, parts):
             found.append(Violation("library-math", f"its compiled code calls library code {name[:60]}"))
         elif _bypasses_the_watch(parts):
             found.append(Violation("torch-internals", f"its compiled code uses the dispatcher's internals ({name[:70]}): "
