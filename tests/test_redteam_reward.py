@@ -722,6 +722,10 @@ HARNESS_ROUTES = {
     # an allowed module's namespace by __getstate__ (a module object has one): os's, then sys's, then any module
     "module_getstate": (blinds_the_watch('import os\nHARNESS = os.__getstate__()["sys"].__getstate__()["modules"]'
                                          '["verifier.sandbox"]'), "dynamic-code"),
+    # typing (allowed, for annotations) makes a forward reference of any string, and evaluates it when asked
+    "typing_forward_ref": (blinds_the_watch('import typing\nHARNESS = typing.Optional["__import__(\'verifier.sandbox'
+                                            '\', None, None, [\'OpWatch\'])"].__args__[0]._evaluate(None, None, '
+                                            'frozenset())'), "dynamic-code"),
     # functools.wraps copies the attributes it is told to, by name, onto an object that keeps what it is given
     "wraps_assigned": (blinds_the_watch("import functools\n\n\nclass _Keeps:\n    def __setattr__(self, name, value):"
                                         "\n        _KEPT.append(value)\n\n\n_KEPT = []\nfunctools.wraps(load_inline, "

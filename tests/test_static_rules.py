@@ -75,6 +75,8 @@ def test_star_imports_are_refused():
 @pytest.mark.parametrize("source", [
     "from typing import get_type_hints", "import typing\ntyping.get_type_hints(f)", "from typing import ForwardRef",
     "import typing\ntyping._eval_type", "import typing\ntyping.sys",
+    "import typing\ntyping.Optional['x'].__args__[0]._evaluate(None, None, frozenset())",
+    "import torch\nr = T.__bound__\ntype(r)('x').evaluate()", "x = ref.__forward_code__", "x = ref.__forward_arg__",
 ])
 def test_typing_gives_only_its_annotations(source):
     """typing.get_type_hints evaluates string annotations: any code, under no rule."""

@@ -145,7 +145,9 @@ _DUNDER_ESCAPES = {"__globals__", "__code__", "__subclasses__", "__dict__", "f_g
                    # attributes set or removed by a name
                    "__setattr__", "__delattr__",
                    # a class pattern's attribute names, and classes that match anything
-                   "__match_args__", "__instancecheck__", "__subclasscheck__"}
+                   "__match_args__", "__instancecheck__", "__subclasscheck__",
+                   # a forward reference's code (typing.Optional["..."] makes one of any string)
+                   "__forward_code__", "__forward_arg__"}
 # Refused as names of functions a candidate defines too (a metaclass whose isinstance says yes to anything)
 _DEFINED_ESCAPES = {"__match_args__", "__instancecheck__", "__subclasscheck__"}
 # A tensor subclass's hooks run whenever the harness touches its outputs: a __torch_function__ computes with ATen
@@ -157,6 +159,9 @@ _TORCH_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 _NAME_READERS = {"singledispatch", "singledispatchmethod", "update_wrapper", "get_type_hints", "ForwardRef",
                  "get_annotations", "_eval_type", "evaluate_forward_ref", "WRAPPER_ASSIGNMENTS", "WRAPPER_UPDATES",
                  "import_module", "resolve_name", "locate"}
+# Methods that evaluate a string as code, by name on any object: a typing.ForwardRef's (any string subscripted into
+# typing.Optional, or given to the class of a torch TypeVar's bound, becomes one) evaluated __import__("verifier...")
+_EVALUATORS = {"_evaluate", "evaluate"}
 # Every attribute of a frame, generator, coroutine, async generator, traceback and code object: each leads to frames,
 # and a frame to its globals and builtins (ag_frame.f_builtins["__import__"] reached the harness). Their exact names
 # (honest code names its own attributes tb_mm or f_out), this interpreter's and later ones'.
@@ -527,7 +532,7 @@ class _Checker(ast.NodeVisitor):
             self.add("dynamic-code", f"uses .{attr}: interpreter and dispatcher internals are off limits")
         elif attr in _MODULE_ATTRIBUTES and isinstance(node.ctx, ast.Load):
             self.add("forbidden-import", f"uses .{attr}: the module {attr!r}, which the sandbox forbids")
-        elif attr in _NAME_READERS:
+        elif attr in _NAME_READERS or attr in _EVALUATORS:
             self.add("dynamic-code", f"uses .{attr}: it reads attributes, imports or evaluates code by a string")
         elif attr == "wraps" and not self._plain_wraps(node):
             self.add("dynamic-code", f"uses {ast.unparse(node)} other than as @wraps(f): it copies the attributes it "
