@@ -304,3 +304,16 @@ def test_every_c_name_torchs_own_libraries_export_is_library_code():
     assert not exports & {"expf", "memcpy", "vsnprintf", "GOMP_parallel", "omp_get_thread_num", "Sleef_expf8_u10"}
     sample = sorted(exports)[::max(1, len(exports) // 400)]
     assert [name for name in sample if _imports(name) != ["library-math"]] == []
+
+
+@pytest.mark.parametrize("source", ["x = mod._module", "x = obj._evaluate", "y = t.untyped_storage()._share_fd_cpu_()",
+                                    "x = a.b._c", "x = self.mod._module", "x = obj.__private"])
+def test_private_attributes_are_read_only_on_self(source):
+    assert "dynamic-code" in rules(source), source
+
+
+def test_a_class_reads_its_own_private_attributes():
+    source = ("class M:\n    def __init__(self):\n        self._cache = {}\n        self.__hidden = 1\n"
+              "    @classmethod\n    def make(cls):\n        return cls._registry\n    def get(self):\n"
+              "        return self._cache, self.__hidden")
+    assert rules(source) == []
