@@ -519,6 +519,7 @@ class _Checker(ast.NodeVisitor):
                                      "string")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.generic_visit(node)  # what it hangs off first: the first violation is the first in reading order
         attr = node.attr
         if attr in _HOST_ARRAYS:
             self.add("host-compute", f"uses .{attr}: a tensor's values as a host array are computed on by the "
@@ -557,7 +558,6 @@ class _Checker(ast.NodeVisitor):
             # no honest candidate of the parity corpus or the runs' samples reads one; internals have their ways
             # (a ForwardRef's _evaluate ran any string, load_inline's module keeps its extension as _module)
             self.add("dynamic-code", f"uses {ast.unparse(node)}: private attributes are a class's own (self._x)")
-        self.generic_visit(node)
 
     def _plain_wraps(self, node: ast.AST) -> bool:
         """`functools.wraps(f)` as a decorator's factory: one argument, no `assigned` or `updated`."""
