@@ -317,3 +317,28 @@ def test_a_class_reads_its_own_private_attributes():
               "    @classmethod\n    def make(cls):\n        return cls._registry\n    def get(self):\n"
               "        return self._cache, self.__hidden")
     assert rules(source) == []
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\ng = torch.cuda.CUDAGraph()", "import torch\nwith torch.cuda.graph(g):\n    pass",
+    "import torch\nf = torch.cuda.make_graphed_callables(m, (x,))", "from torch.cuda import graph",
+    "import torch.cuda.graphs", "import torch\ntorch.cuda.graphs.CUDAGraph", "import torch\ng = torch.accelerator.Graph()",
+    "from torch.cuda import CUDAGraph", "import torch\np = torch.cuda.graph_pool_handle()",
+])
+def test_device_graphs_are_refused(source):
+    """A CUDA graph captured in __init__ (ATen's kernels, seen there by no one who counts) replays in forward
+    with no op dispatched: the op watch sees nothing of it. CUDA-only, so no judgement here."""
+    assert "side-stream" in rules(source), source
+
+
+@pytest.mark.parametrize("source", ["import torch\ntorch.compiler.compile(f)", "import torch.compiler",
+                                    "import torch\ntorch.compiler.load_compiled_function(f)"])
+def test_torch_compiler_is_compiled_torch_code(source):
+    assert "torch-compile" in rules(source), source
+
+
+def test_cuda_glue_is_still_allowed():
+    source = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+              "        s = torch.cuda.current_stream()\n        torch.cuda.synchronize()\n"
+              "        return mod.fwd(x.cuda(), torch.cuda.current_device())")
+    assert rules(source) == []

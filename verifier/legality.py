@@ -177,7 +177,10 @@ _ESCAPE_ATTRIBUTES = {"sys", "modules", "_getframe", "load_library", "classes", 
 _MODULE_DUNDERS = {"__name__", "__doc__", "__version__", "__file__", "__all__", "__package__"}
 # Format strings read attributes too: "{0.__globals__}".format(f)
 _FORMAT_ESCAPE = re.compile(r"\{[^{}]*\.(__\w+__|(?:f|gi|cr|ag|tb|co)_\w+)")
-_COMPILERS = {"compile", "jit", "_dynamo", "_inductor", "fx", "export"}
+_COMPILERS = {"compile", "jit", "_dynamo", "_inductor", "fx", "export", "compiler"}
+# Graphs of device work captured once and replayed: a replay dispatches no op, so ATen's kernels captured in
+# __init__ (the op watch takes nothing from there) would run in forward out of every observer's sight
+_GRAPHS = ("torch.cuda.graphs", "torch.accelerator.graphs")
 # torch.* calls ModelNew.forward may make: allocation and views (DESIGN.md §4).
 _FORWARD_GLUE = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "tensor", "as_strided", "reshape",
                  "flatten", "unsqueeze", "squeeze", "transpose", "permute", "narrow", "chunk", "split", "device",
@@ -251,6 +254,8 @@ def _module_refusal(name: str) -> tuple[str, str] | None:
             return "torch-internals", "torch internals (dispatcher, modes, op registration) are off limits"
         if any(name == m or name.startswith(m + ".") for m in _TORCH_LOADERS):
             return "dynamic-code", "torch's loaders unpickle, import or run code by name; a kernel loads nothing"
+        if any(name == m or name.startswith(m + ".") for m in _GRAPHS):
+            return "side-stream", "a graph's replay runs device work no op watch sees"
     elif any(p.startswith("_") for p in parts[1:]):
         return "dynamic-code", "a module's private parts are off limits"
     return None
@@ -281,13 +286,12 @@ def _module_name(owner: types.ModuleType, name: str, value: types.ModuleType) ->
     return path if sys.modules.get(path) is value else value.__name__
 
 
-def _defined_by_loader(value: object) -> str | None:
-    """The loader module a function or class reached in an allowed module comes from (torch.load: torch.serialization)."""
+def _defined_in_refused(value: object) -> tuple[str, str, str] | None:
+    """(rule, reason, module) when a function or class reached in an allowed module is a refused torch module's own,
+    re-exported (torch.load is torch.serialization's, torch.cuda.graph torch.cuda.graphs')."""
     module = getattr(value, "__module__", None) if callable(value) else None
-    if isinstance(module, str) and module.startswith("torch.") and _module_refusal(module) is not None \
-            and _module_refusal(module)[0] == "dynamic-code":
-        return module
-    return None
+    refusal = _module_refusal(module) if isinstance(module, str) and module.startswith("torch.") else None
+    return (*refusal, module) if refusal and refusal[0] in ("dynamic-code", "side-stream") else None
 
 
 class _Checker(ast.NodeVisitor):
@@ -405,10 +409,9 @@ class _Checker(ast.NodeVisitor):
             if refusal:
                 self.add(refusal[0], f"{what}: it is the module {_said(name, refusal[1])}")
         else:
-            loader = _defined_by_loader(value)
-            if loader:
-                self.add("dynamic-code", f"{what}: it is {loader}'s, and torch's loaders unpickle, import or run code "
-                                         "by name; a kernel loads nothing")
+            refusal = _defined_in_refused(value)
+            if refusal:
+                self.add(refusal[0], f"{what}: it is {refusal[2]}'s, and {refusal[1]}")
 
     def _module(self, name: str) -> None:
         refusal = _module_refusal(name)
