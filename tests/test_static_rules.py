@@ -279,6 +279,7 @@ def test_what_honest_objects_import_is_not_library_math(symbol):
     "import torch\ndef g(m=torch):\n    return m", "import torch\n(t := torch).load", "import torch\nt, = [torch]",
     "import torch\nt = torch\nreturn_me = lambda: t", "import torch\nwith torch as t:\n    pass",
     "import torch\nd = {'m': torch.nn.functional}", "import torch\ntorch.ops.import_module('x')",
+    "class A:\n    import torch\nA.torch.load(f)", "class A:\n    from torch import serialization as s\n",
 ])
 def test_a_module_is_used_by_its_attributes_never_as_a_value(source):
     """What the rules follow of a module is its name and its attributes: one put in a list, passed, returned or

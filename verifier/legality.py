@@ -441,6 +441,10 @@ class _Checker(ast.NodeVisitor):
             for base in node.bases:
                 if (isinstance(base, ast.Name) and base.id == "Model") or (isinstance(base, ast.Attribute) and base.attr == "Model"):
                     self.add("reference-reuse", "ModelNew inherits from the reference Model")
+        for stmt in node.body:  # a class attribute the rules cannot follow (`A.torch.load`)
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.add("dynamic-code", f"imports in the body of class {node.name}: its modules would be class "
+                                         "attributes; import at module level")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
