@@ -280,6 +280,7 @@ def test_what_honest_objects_import_is_not_library_math(symbol):
     "import torch\nt = torch\nreturn_me = lambda: t", "import torch\nwith torch as t:\n    pass",
     "import torch\nd = {'m': torch.nn.functional}", "import torch\ntorch.ops.import_module('x')",
     "class A:\n    import torch\nA.torch.load(f)", "class A:\n    from torch import serialization as s\n",
+    "import os as x\ndef f():\n    import torch as x\n    return x.load", "import os\nimport torch\nt = os\nt = torch",
 ])
 def test_a_module_is_used_by_its_attributes_never_as_a_value(source):
     """What the rules follow of a module is its name and its attributes: one put in a list, passed, returned or

@@ -302,6 +302,7 @@ class _Checker(ast.NodeVisitor):
         self.torch_names = {"torch", "nn", "F"}
         self.imported: set[str] = set()  # every name an import binds
         self.modules: dict[str, types.ModuleType] = {}  # the names bound to modules the rules can follow
+        self._rebound: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 self.torch_names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("torch")}
@@ -310,7 +311,7 @@ class _Checker(ast.NodeVisitor):
                     self.imported.add(bound)
                     module = sys.modules.get(a.name if a.asname else bound)
                     if module is not None and _module_refusal(a.name) is None:
-                        self.modules[bound] = module
+                        self._bind(bound, module)
             elif isinstance(node, ast.ImportFrom):
                 if (node.module or "").startswith("torch"):
                     self.torch_names |= {a.asname or a.name for a in node.names}
@@ -319,7 +320,7 @@ class _Checker(ast.NodeVisitor):
                     self.imported.add(a.asname or a.name)
                     value = _member(owner, a.name)
                     if isinstance(value, types.ModuleType):
-                        self.modules[a.asname or a.name] = value
+                        self._bind(a.asname or a.name, value)
         # aliases of what imports bound (`t = torch`, `T = torch.Tensor`): followed, and protected from assignment.
         # A plain assignment to names only, outside a class body (there it binds a class attribute the rules cannot
         # follow: `self.m.load`).
@@ -336,12 +337,18 @@ class _Checker(ast.NodeVisitor):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         if isinstance(value, types.ModuleType):
-                            self.modules.setdefault(target.id, value)
+                            self._bind(target.id, value)
                         if _root_name(node.value) in self.imported | self.aliases | self.torch_names:
                             self.aliases.add(target.id)
+        for name in sorted(self._rebound):  # the rules would follow one module, the code another
+            self.add("dynamic-code", f"binds {name} to two modules: one name, one module")
         self.in_forward = 0
         self._calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
         self._called = set(self._calls)
+
+    def _bind(self, name: str, module: types.ModuleType) -> None:
+        if self.modules.setdefault(name, module) is not module:
+            self._rebound.add(name)
 
     def add(self, rule: str, message: str) -> None:
         self.found.append(Violation(rule, message))
