@@ -2,8 +2,11 @@
 
 Two layers, both cheap:
 - static rules over the candidate's Python (AST) and C++/CUDA text, checked in the
-  judge before anything runs: patching torch or the harness, exiting the process,
-  inheriting from the reference, library math includes;
+  judge before anything runs: imports outside an allowlist, any route by a name or a
+  string to the harness's modules (loaders, frames, dunders), patching torch or the
+  harness, exiting the process, inheriting from the reference, library math includes;
+  and over what its built object imports (library math, ATen around the dispatcher,
+  the interpreter);
 - a run-time record of every ATen op `ModelNew.forward` dispatches (a
   TorchDispatchMode inside the sandbox, and a RecordFunction callback that sees
   what a C++ guard hides from the mode: verifier/op_watch.py), in the trials and
