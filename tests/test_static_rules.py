@@ -154,6 +154,7 @@ def test_builtins_that_reach_by_name_are_refused_as_values(name):
     "x = C.__match_args__", "M.__instancecheck__ = f", "t = type('C', (), {'__match_args__': ('x',)})",
     "x.__getstate__()", "x.__reduce_ex__(2)", "x.__setstate__(s)", "f.__defaults__", "f.__kwdefaults__",
     "type.__setattr__(C, 'x', 1)", "object.__delattr__(o, 'x')",
+    "class C:\n    def __del__(self):\n        pass", "class C:\n    __del__ = f",
 ])
 def test_dunder_names_that_read_or_write_by_name_are_refused(source):
     assert "dynamic-code" in rules(source), source

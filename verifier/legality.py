@@ -150,7 +150,10 @@ _DUNDER_ESCAPES = {"__globals__", "__code__", "__subclasses__", "__dict__", "f_g
                    # a class pattern's attribute names, and classes that match anything
                    "__match_args__", "__instancecheck__", "__subclasscheck__",
                    # a forward reference's code (typing.Optional["..."] makes one of any string)
-                   "__forward_code__", "__forward_arg__"}
+                   "__forward_code__", "__forward_arg__",
+                   # a finalizer: the collector runs it whenever it runs, between the op watch's last look at a call
+                   # and the harness's reading of its outputs too
+                   "__del__"}
 # Refused as names of functions a candidate defines too (a metaclass whose isinstance says yes to anything)
 _DEFINED_ESCAPES = {"__match_args__", "__instancecheck__", "__subclasscheck__"}
 # A tensor subclass's hooks run whenever the harness touches its outputs: a __torch_function__ computes with ATen
@@ -435,6 +438,9 @@ class _Checker(ast.NodeVisitor):
         elif node.name in _TORCH_HOOKS:
             self.add("torch-internals", f"defines {node.name}: a tensor subclass's dispatch hooks run when the "
                                         "harness reads its outputs")
+        elif node.name == "__del__":
+            self.add("dynamic-code", "defines __del__: a finalizer runs whenever the collector does, outside the "
+                                     "calls the harness watches")
         forward = node.name == "forward"
         self.in_forward += forward
         self.generic_visit(node)
