@@ -28,13 +28,16 @@ from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
-HARNESS_VERSION = "9"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
+HARNESS_VERSION = "10"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
 # candidate threads, failures a neighbour can cause judged again alone; 7: references' inputs drawn on the device
 # and handed to the judge as drawn (before a forward that changes them in place); 8: input seeds keyed by the home's
 # secret, NaN/Inf matched only by the same, the dispatcher observed in trials, interpreter imports and host compute
 # refused (a pass cached before, by a candidate that drew its inputs ahead, must not answer); 9: the op watch in
 # warm-up and timed calls, compiled imports of ATen's direct kernels and the observers' switches refused, pybind11
-# modules' glue the judge's own (apart from the candidate's code, which may not reach the interpreter)
+# modules' glue the judge's own (apart from the candidate's code, which may not reach the interpreter); 10: outputs
+# of exactly a tensor or a tuple/list of them, read through the harness's own aliases, the extension calls counted
+# out of the candidate's reach, imports an allowlist, torch's unpicklers and `match` refused, library math by any
+# case of its symbols (a pass cached before, by a candidate that computed as its output was read, must not answer)
 
 
 def _cores() -> int:
