@@ -751,27 +751,7 @@ def test_without_a_route_to_the_harness_the_same_candidate_is_seen_computing_wit
 
 # 7: library math linked from torch's own libraries (libtorch_cpu exports MKL's BLAS in every spelling): a 256x256
 # matmul by the Fortran-style SGEMM, declared by hand under a name the preprocessor pastes together. It passed as
-# the candidate's own kernel, at about eager's speed.
-MATMUL = '''
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, a, b):
-        return torch.matmul(a, b)
-
-
-def get_inputs():
-    return [torch.randn(256, 256), torch.randn(256, 256)]
-
-
-def get_init_inputs():
-    return []
-'''
+# the candidate's own kernel, at about eager's speed. (MATMUL: the problem above.)
 LIBRARY_GEMM = '''
 import torch
 import torch.nn as nn
@@ -807,9 +787,9 @@ class ModelNew(nn.Module):
 
 
 def test_library_math_is_refused_in_the_built_objects_imports_whatever_its_case(judge):
-    from schemas.records import Candidate, Problem
+    from schemas.records import Candidate
 
-    matmul = Problem(id=Problem.make_id(MATMUL), source="test", reference=MATMUL, name="matmul")
+    matmul = matmul_problem()
     gemm = Candidate(id=Candidate.make_id(matmul.id, LIBRARY_GEMM, "cpu"), problem_id=matmul.id, source=LIBRARY_GEMM,
                      origin="library_gemm")
     verdict = judge.verify(matmul, gemm)
