@@ -289,6 +289,25 @@ def test_the_policys_common_compile_errors_are_final_on_the_fast_path(builder, n
     assert said in info.value.log and builder.stats.fallbacks == fallbacks, builder.stats.fallback_reasons[fallbacks:]
 
 
+@needs_nvcc
+def test_tensor_arithmetic_in_cuda_host_code_takes_torchs_build(builder):
+    """`x * 1.5 + 0.25` on a tensor in a .cu file's host code: kd_shim has no tensor operators, torch has; nvcc's
+    error names the shim's type on its second line only (an H100 run gave the candidate a compile error)."""
+    cuda = MAP_HELPERS + r"""
+torch::Tensor forward(torch::Tensor x0) {
+  if (x0.numel() == 0) return x0 * 1.5 + 0.25;
+  return kd_map<float, float>(x0, torch::kFloat32, [] __device__ (float v) { return -v; });
+}"""
+    fallbacks = builder.stats.fallbacks
+    try:  # torch's own build of CUDA sources needs a CUDA torch; what matters here is that the fast path let go
+        builder.load_inline("tensor_arithmetic", "torch::Tensor forward(torch::Tensor x0);", cuda_sources=cuda,
+                            functions=["forward"], extra_cuda_cflags=["--extended-lambda"])
+    except BuildError:
+        pass
+    assert builder.stats.fallbacks == fallbacks + 1
+    assert "operand types are: kd_shim::Tensor * double" in builder.stats.fallback_reasons[-1]
+
+
 def test_no_shim_function_takes_a_container_of_tensors():
     """fastbuild's _MIRRORED_MESSAGE takes "no conversion from Tensor to std::..." for the candidate's error: true
     while no kd_shim function takes a std:: container of tensors where torch takes a TensorList (one tensor
@@ -313,6 +332,14 @@ def test_an_error_a_full_build_might_not_give_still_takes_the_full_way():
     # a name too short for torch's name list proves nothing, so the shim's lack still decides
     assert _shim_gap(nvcc('identifier "at" is undefined', 'namespace "kd_shim" has no member "TensorBase"'),
                      "candidate.cu")
+    # nvcc names an operator's operand types on the next line (g++ in the error's own): the shim's Tensor there
+    # is the shim's lack (torch's Tensor has operator*), another type the candidate's own
+    operator = '/tmp/x/candidate.cu(14): error: no operator "*" matches these operands\n' \
+               '            operand types are: {} * double\n  return x * 1.5 + 0.25;\n           ^\n'
+    assert "kd_shim::Tensor * double" in _shim_gap(operator.format("kd_shim::Tensor"), "candidate.cu")
+    assert _shim_gap(operator.format("Accumulator"), "candidate.cu") is None
+    assert _shim_gap(nvcc('no operator "*" matches these operands') + nvcc('identifier "kd_map1" is undefined'),
+                     "candidate.cu") is None
     ld = "d.bind.cpp:(.text+0x4c): undefined reference to `{}'\ncollect2: error: ld returned 1 exit status\n"
     assert _undefined_candidate_functions(ld.format("kd_user::forward(kd_shim::Tensor, kd_shim::Tensor)")) == [
         "forward(at::Tensor, at::Tensor)"]

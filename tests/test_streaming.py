@@ -141,6 +141,40 @@ def test_a_judge_whose_disk_is_full_says_so_and_never_calls_the_reference_broken
     assert not isinstance(verdict, ReferenceBroken) and verdict.category.value == "pass"
 
 
+def test_a_full_disk_first_gives_up_what_idle_problems_keep(tmp_path, monkeypatch):
+    """On an H100 the KernelBench floor ended with JudgeDiskFull two minutes in: the timing inputs of a full-size
+    problem found the disk filled by what problems judged before kept there (their trials, timing sets and
+    baselines, kept only to spare making them again). Those are given up first, and the write made again."""
+    import errno
+
+    from schemas import load_config
+    from schemas.records import Candidate, Problem
+    from tests.kernels import REFERENCE, RED_TEAM, candidate, problem
+    from verifier import stash
+    from verifier.pool import judged
+
+    first = problem()
+    second = Problem(id=Problem.make_id(REFERENCE + "\n# the same model: another problem\n"), source="test",
+                     reference=REFERENCE + "\n# the same model: another problem\n", name="sigmoid_scale_again")
+    source = RED_TEAM["correct"][0]
+    write, full = stash.write_tensors, [True]
+
+    def full_once(path, values, append=False):  # the disk full at the first write, as the H100's was
+        if full.pop() if full else False:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return write(path, values, append)
+
+    cfg = load_config(None, ["verifier.use_cache=false", "verifier.spare_sandboxes=0", "verifier.timing_runs=2"])
+    with Judge(cfg.verifier, tmp_path / "cache") as judge:
+        assert judged(judge, first, candidate("correct")).category.value == "pass"
+        assert any(key[0] == first.id for key in judge._references)  # kept for the verdicts that follow
+        monkeypatch.setattr(stash, "write_tensors", full_once)
+        verdict = judged(judge, second, Candidate(id=Candidate.make_id(second.id, source, "cpu"),
+                                                  problem_id=second.id, source=source))
+        assert not full and verdict.category.value == "pass", verdict.detail
+        assert not any(key[0] == first.id for key in judge._references)  # given up to make room
+
+
 def test_a_stash_entry_the_disk_cannot_hold_leaves_no_half_file(tmp_path):
     """A disk that fills while an entry is written (here: a file-size limit, EFBIG, as ENOSPC would be): the
     entry is refused with an OSError (the judge then makes that trial again for each candidate rather than keep

@@ -223,13 +223,30 @@ def _shim_gap(log: str, user_file: str) -> str | None:
         return None  # torch's build stops at that error too, whatever the others say
     for m in errors:
         message = m.group("msg")
+        said = message + _edg_operand_types(log, m)
         if os.path.basename(m.group("file")) != user_file or (
-                _SHIM_GAP.search(message) and not any(p.fullmatch(message.strip()) for p in _MIRRORED)):
-            return f"{os.path.basename(m.group('file'))}: {message.strip()[:200]}"
+                _SHIM_GAP.search(said) and not any(p.fullmatch(message.strip()) for p in _MIRRORED)):
+            return f"{os.path.basename(m.group('file'))}: {said.strip()[:200]}"
         beyond = [name for name in _missing_names(message) if name in _torch_names() and name not in _shim_names()]
         if beyond:
             return f"uses {', '.join(sorted(set(beyond))[:5])}, which torch has and kd_shim lacks"
     return None
+
+
+# nvcc's front end (EDG) names the types an operator or overload did not fit on the lines after its error
+# (`no operator "*" matches these operands` / `operand types are: kd_shim::Tensor * double`); g++ says them in the
+# error's own line (`no match for 'operator*' (operand types are 'kd_shim::Tensor' and 'double')`)
+_EDG_TYPES_LINE = re.compile(r"[ \t]+(?:operand|argument) types are: .*|[ \t]+object type is: .*")
+
+
+def _edg_operand_types(log: str, error: re.Match) -> str:
+    """The types nvcc names on the lines right after `error`, as one string ("" when it names none)."""
+    said = []
+    for line in log[error.end():].lstrip("\n").splitlines():
+        if not _EDG_TYPES_LINE.fullmatch(line):
+            break
+        said.append(" " + line.strip())
+    return "".join(said)
 
 
 def _certainly_the_candidates(error: re.Match, user_file: str) -> bool:
@@ -581,6 +598,12 @@ def run_commands(commands: list[list[str]], timeout_s: float,
     return results
 
 
+def _macro_line(flag: str) -> str:
+    """A compiler's -DNAME[=VALUE] or -UNAME as the line of source it stands for."""
+    name, _, value = flag[2:].partition("=")
+    return f"#undef {name}\n" if flag.startswith("-U") else f"#define {name} {value if '=' in flag else '1'}\n"
+
+
 def torch_build(kwargs: dict, build_directory: Path) -> Path:
     """torch's own load_inline, built but not loaded (the loading happens in a sandbox): the shared object. With
     `glue` (the judge's PYBIND11_MODULE), its files as load_inline writes them and the glue in a file of its own
@@ -594,7 +617,14 @@ def torch_build(kwargs: dict, build_directory: Path) -> Path:
         if glue is None:
             _ORIGINAL_LOAD_INLINE(**kwargs, build_directory=str(build_directory), verbose=False)
         else:
-            files = {"main.cpp": "#include <torch/extension.h>\n" + kwargs["cpp_sources"], "glue.cpp": glue}
+            # the candidate's macros (-D/-U) are its file's alone: on torch's command line they would reach into the
+            # judge's glue, whose imports check_module_objects leaves to it
+            macros = [flag.strip() for flag in kwargs["extra_cflags"] if flag.strip().startswith(("-D", "-U"))]
+            kwargs["extra_cflags"] = [flag for flag in kwargs["extra_cflags"] if flag.strip() not in macros]
+            # the glue first: linked first, its own instances of inline functions and templates are the ones the
+            # module keeps (a weak definition of the candidate's with the same name would otherwise take their place)
+            files = {"glue.cpp": glue, "main.cpp": "".join(map(_macro_line, macros)) + "#include <torch/extension.h>\n" +
+                     kwargs["cpp_sources"]}
             if kwargs.get("cuda_sources"):
                 files["cuda.cu"] = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n" + \
                                    kwargs["cuda_sources"]
@@ -927,8 +957,8 @@ class FastInlineBuilder:
     def _fallback(self, reason: str, request: BuildRequest, runner) -> Artifact:
         """torch's own load_inline (full torch headers, pybind11), built through the runner. The module's glue is
         the judge's (its functions, or the bindings read out of an explicit block), every file is compiled with a
-        section per function, and what the candidate's functions and initializers reach may not include the
-        interpreter (verifier.legality.check_module_objects)."""
+        section per function, and what the candidate's functions, initializers and finalizers reach may not
+        include the interpreter nor what a kernel may not import (verifier.legality.check_module_objects)."""
         self.stats.fallbacks += 1
         self.stats.fallback_reasons.append(reason)
         kwargs = request.torch_kwargs()
@@ -940,12 +970,13 @@ class FastInlineBuilder:
         kwargs["extra_cuda_cflags"] = [*kwargs["extra_cuda_cflags"], "-Xcompiler", "-ffunction-sections"]
         bound = {cpp for _, cpp, _ in bindings}
         key = _signature("torch", repr(sorted(kwargs.items(), key=lambda kv: kv[0])), torch.__version__,
-                         self.cuda_arch or "", "torch-load-judges-glue-apart")
+                         self.cuda_arch or "", "torch-load-rules-over-what-runs")
 
         def build(out: Path) -> Path:
             built = runner.torch_build(kwargs, self.timeout_s)
-            objects = {path.name: _read_built(path) for path in sorted(built.parent.glob("*.o")) if path.name != "glue.o"}
-            violations = check_module_objects(objects, bound)
+            objects = {path.name: _read_built(path) for path in sorted(built.parent.glob("*.o"))}
+            glue = objects.pop("glue.o", None) if "glue" in kwargs else None
+            violations = check_module_objects(objects, bound, glue)
             if violations:
                 v = violations[0]
                 raise BuildError(f"illegal ({v.rule}): {v.message}", "", rule=v.rule)

@@ -499,14 +499,41 @@ class Judge:
                 idle = [pid for pid, users in self._in_use.items() if users == 0]  # oldest first
                 dropped = idle[:max(0, len(self._in_use) - self.config.kept_problems)]
                 dropped += self._beyond_kept_bytes(idle[len(dropped):-1])  # the latest is kept, however large
-                kept = []
-                for pid in dropped:
-                    del self._in_use[pid]
-                    kept += [self._references.pop(k) for k in list(self._references) if k[0] == pid]
-                    kept += [self._baselines.pop(k) for k in list(self._baselines) if k[0] == pid]
+                kept = self._forget(dropped)
             for entry in kept:  # outside the lock: removing files takes time
-                if entry is not None:
-                    entry.close()
+                entry.close()
+
+    def _forget(self, problem_ids: list[str]) -> list[Any]:
+        """Take what the judge keeps of these problems out of its books (under _lock): their entries, to close."""
+        kept = []
+        for pid in problem_ids:
+            del self._in_use[pid]
+            kept += [self._references.pop(k) for k in list(self._references) if k[0] == pid]
+            kept += [self._baselines.pop(k) for k in list(self._baselines) if k[0] == pid]
+        return [entry for entry in kept if entry is not None]
+
+    def _on_judges_disk(self, write: Callable[[], Any]) -> Any:
+        """`write()`: a write to the judge's own disk that the judgement cannot do without. A full disk first gives
+        up what the problems not being judged keep there (their trials, timing sets and baselines: made again if
+        wanted), then writes once more; still full, it is the machine's limit (JudgeDiskFull)."""
+        try:
+            return write()
+        except OSError as exc:
+            if not self._drop_idle_problems():
+                raise _disk_full(exc) from exc
+            log.warning("the judge's disk is full (%s): what idle problems kept there was dropped, writing again", exc)
+        try:
+            return write()
+        except OSError as exc:
+            raise _disk_full(exc) from exc
+
+    def _drop_idle_problems(self) -> bool:
+        """Drop what every problem not being judged now keeps; whether there was any."""
+        with self._lock:
+            kept = self._forget([pid for pid, users in self._in_use.items() if users == 0])
+        for entry in kept:
+            entry.close()
+        return bool(kept)
 
     def _beyond_kept_bytes(self, idle: list[str]) -> list[str]:
         """The oldest of `idle` whose dropping brings what the judge keeps within verifier.kept_gb (under _lock)."""
@@ -1110,8 +1137,7 @@ class Judge:
                 raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timing inputs ({exc}; "
                                      f"a timing set may hold at most {most_bytes} bytes: {TIMING_SET_SLACK}x its "
                                      f"largest trial's inputs)") from exc
-            with _judges_disk():
-                sets.append(values)
+            self._on_judges_disk(lambda: sets.append(values))
 
     def _time_reference(self, problem: Problem, device_index: int, eager: _Baseline | None,
                         devices: Devices | None) -> _Baseline:
@@ -1165,8 +1191,7 @@ class Judge:
                 except (TamperedData, OSError) as exc:
                     raise ReferenceError(f"problem {problem.name or problem.id}: unreadable timed outputs ({exc})") \
                         from exc
-                with _judges_disk():
-                    checked_entries[i] = expected.append(outputs)
+                checked_entries[i] = self._on_judges_disk(lambda: expected.append(outputs))
             return _Baseline(result.claimed, harness, result.window, runs,
                              sets=sets, expected=expected, checked=checked_entries,
                              input_bytes=reference.input_bytes, output_bytes=reference.output_bytes,
@@ -1462,7 +1487,9 @@ class Judge:
         shared_object = self.builder(device_index).artifact_bytes(artifact)
         # what it imports, whatever its text spelled: native code that runs Python in the sandbox's interpreter
         # rewrites the harness that reports on it (its dispatch recorder, its counts)
-        violations = check_artifact_symbols(shared_object, python_module=artifact.kind == "module")
+        # (torch's own build: what the candidate's objects reach was judged when built, the judge's glue apart)
+        violations = check_artifact_symbols(shared_object, python_module=artifact.kind == "module",
+                                            native=not artifact.fallback)
         if violations:
             v = violations[0]
             return _Outcome(VerdictCategory.illegal, f"illegal ({v.rule}): {v.message}", legal=False, rule=v.rule,
@@ -1816,16 +1843,12 @@ def _a_neighbour_can_cause(outcome: _Outcome) -> bool:
 SANDBOX_READ_ERRORS = (IndexError, TypeError, AttributeError, KeyError, RecursionError)
 
 
-@contextmanager
-def _judges_disk() -> Iterator[None]:
-    """A write to the judge's own disk that the judgement cannot do without: failing, the machine's limit
-    (JudgeDiskFull, which ends the stage with one clear line), never the reference's failure — a full disk once
-    sent problems to be judged again alone and could have left them out as broken."""
-    try:
-        yield
-    except OSError as exc:
-        raise JudgeDiskFull(f"the judge's disk is full ({exc}): free some of it, or keep fewer reference trials "
-                            "there (lower verifier.stored_trials_gb, raise verifier.min_free_disk_gb)") from exc
+def _disk_full(exc: OSError) -> JudgeDiskFull:
+    """A write to the judge's own disk that the judgement cannot do without failed: the machine's limit (which
+    ends the stage with one clear line), never the reference's failure — a full disk once sent problems to be
+    judged again alone and could have left them out as broken."""
+    return JudgeDiskFull(f"the judge's disk is full ({exc}): free some of it, or keep fewer reference trials "
+                         "there (lower verifier.stored_trials_gb, raise verifier.min_free_disk_gb)")
 
 
 @contextmanager

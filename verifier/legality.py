@@ -895,28 +895,28 @@ _PYTHON_EXECUTION = re.compile(r"PyRun_\w*|Py_CompileString\w*|PyEval_EvalCode\w
                                r"PyMarshal_\w*|PySys_\w*|Py_Exit|Py_FinalizeEx?|PyOS_\w*")
 
 
-def check_artifact_symbols(elf: bytes, python_module: bool) -> list[Violation]:
+def check_artifact_symbols(elf: bytes, python_module: bool, native: bool = True) -> list[Violation]:
     """Rules over what a candidate's built shared object imports: its native code calls into the interpreter it
     shares a process with, ATen's kernels around the dispatcher, the switches of the dispatcher's observers,
     library math or the loader only through symbols it imports, however its source assembled their names (the
-    preprocessor's `##` reads as nothing to the rules over the text)."""
+    preprocessor's `##` reads as nothing to the rules over the text). native=False: the rules but the
+    interpreter's are check_module_objects' (torch's own build, where the judge's glue is linked in)."""
     imported = undefined_symbols(elf)
     allowed = (lambda name: not _PYTHON_EXECUTION.fullmatch(name)) if python_module else (lambda name: False)
     bad = sorted(name for name in imported if _PYTHON_SYMBOL.fullmatch(name) and not allowed(name))
     if bad:
         return [Violation("interpreter-api", f"its compiled code imports the Python interpreter's "
                                              f"{', '.join(bad[:4])}: native code has no business with the interpreter")]
-    return _native_symbol_violations(imported)[:1]
+    return _native_symbol_violations(imported)[:1] if native else []
 
 
-_INIT_SECTIONS = (".init_array", ".preinit_array", ".ctors")
+# What the loader runs of an object by itself: its initializers, and (at unload or exit) its finalizers
+_INIT_SECTIONS = (".init_array", ".preinit_array", ".ctors", ".fini_array", ".dtors", ".init", ".fini")
 
 
-def reached_imports(obj: bytes, is_root: Callable[[str], bool]) -> set[str] | None:
-    """The undefined symbols an object file's code reaches from the functions whose names `is_root` and from its
-    static initializers, following its relocations section by section (built with -ffunction-sections, each
-    function is a section of its own): what that code can call, whatever calls it makes of pybind11's inline glue
-    on the way. None for anything that is not a relocatable little-endian ELF64."""
+def _symbol_table(obj: bytes) -> tuple[list, list[str], list[tuple[str, int, int]], int] | None:
+    """(sections, section names, symbols as (name, binding, section index), the symbol table's index) of a
+    relocatable little-endian ELF64; None for anything else."""
     sections = _sections(obj)
     if sections is None or struct.unpack_from("<H", obj, 0x10)[0] != 1:  # ET_REL
         return None
@@ -924,21 +924,46 @@ def reached_imports(obj: bytes, is_root: Callable[[str], bool]) -> set[str] | No
     names = [_c_string(obj, sections[shstrndx][2] + name) if shstrndx < len(sections) else ""
              for name, *_ in sections]
     symtab = next((i for i, sec in enumerate(sections) if sec[1] == 2), None)  # SHT_SYMTAB
+    symbols = []
+    if symtab is not None:
+        _, _, offset, size, link, _ = sections[symtab]
+        strings = sections[link][2] if link < len(sections) else 0
+        for at in range(offset, min(offset + size, len(obj) - 23), 24):
+            name, info, _, shndx = struct.unpack_from("<IBBH", obj, at)
+            symbols.append((_c_string(obj, strings + name), info >> 4, shndx))
+    return sections, names, symbols, symtab
+
+
+def _defined_globals(obj: bytes, strong_only: bool = False) -> set[str]:
+    """The names an object file defines for the linker: global (and, unless strong_only, weak) symbols."""
+    table = _symbol_table(obj)
+    bindings = (1,) if strong_only else (1, 2)  # STB_GLOBAL, STB_WEAK
+    return {name for name, bind, shndx in (table[2] if table else []) if name and bind in bindings and shndx != 0}
+
+
+def _undefined_names(obj: bytes) -> set[str]:
+    table = _symbol_table(obj)
+    return {name for name, _, shndx in (table[2] if table else []) if name and shndx == 0}
+
+
+def reached_imports(obj: bytes, is_root: Callable[[str], bool]) -> set[str] | None:
+    """The undefined symbols an object file's code reaches from the functions whose names `is_root` and from its
+    initializers and finalizers, following its relocations section by section (built with -ffunction-sections,
+    each function is a section of its own): what that code can call, whatever calls it makes of pybind11's inline
+    glue on the way. None for anything that is not a relocatable little-endian ELF64."""
+    table = _symbol_table(obj)
+    if table is None:
+        return None
+    sections, names, symbols, symtab = table
     if symtab is None:
         return set()
-    _, _, offset, size, link, _ = sections[symtab]
-    strings = sections[link][2] if link < len(sections) else 0
-    symbols = []  # (name, section index)
-    for at in range(offset, min(offset + size, len(obj) - 23), 24):
-        name, _, _, shndx = struct.unpack_from("<IBBH", obj, at)
-        symbols.append((_c_string(obj, strings + name), shndx))
     refs: dict[int, set[int]] = {}  # section -> symbols its relocations name
     for _, kind, offset, size, link, info in sections:
         if kind == 4 and link == symtab:  # SHT_RELA of the symbol table
             for at in range(offset, min(offset + size, len(obj) - 23), 24):
                 r_info, = struct.unpack_from("<Q", obj, at + 8)
                 refs.setdefault(info, set()).add(r_info >> 32)
-    todo = [shndx for name, shndx in symbols if 0 < shndx < 0xFF00 and name and is_root(name)]
+    todo = [shndx for name, _, shndx in symbols if 0 < shndx < 0xFF00 and name and is_root(name)]
     todo += [i for i, name in enumerate(names) if name.startswith(_INIT_SECTIONS)]
     seen, reached = set(), set()
     while todo:
@@ -949,7 +974,7 @@ def reached_imports(obj: bytes, is_root: Callable[[str], bool]) -> set[str] | No
         for k in refs.get(section, ()):
             if k >= len(symbols):
                 continue
-            name, shndx = symbols[k]
+            name, _, shndx = symbols[k]
             if shndx == 0:
                 reached.add(name)
             elif shndx < 0xFF00:
@@ -957,25 +982,47 @@ def reached_imports(obj: bytes, is_root: Callable[[str], bool]) -> set[str] | No
     return reached
 
 
-def check_module_objects(objects: dict[str, bytes], bound: set[str]) -> list[Violation]:
+def check_module_objects(objects: dict[str, bytes], bound: set[str], glue: bytes | None = None) -> list[Violation]:
     """Rules over the object files of a pybind11 module the judge built (torch's load_inline, the fallback; every
     file compiled with -ffunction-sections): the glue is the judge's, generated from the functions it binds; the
-    candidate's code — the functions `bound` and everything they and each file's static initializers call — may
-    not reach the interpreter. pybind11's API needs no name of the C API (`pybind11::cast(x).attr(...)` walks from
-    a tensor to any object, and to the harness that reports on it), and torch/extension.h alone brings pybind11's
-    glue into every file that includes it: what counts is what the candidate's code reaches."""
-    def is_bound(symbol: str) -> bool:
-        return symbol in bound or (_nested_name(symbol)[-1:] or [""])[0] in bound
+    candidate's code — the functions `bound`, what the glue (`glue`, its object file) calls or takes over from a
+    candidate's object, everything those and each file's initializers and finalizers call, from one of its files
+    to another — may not reach the interpreter, nor anything a compiled kernel may not import (the rules of
+    check_artifact_symbols, over what runs rather than over what the shared object imports: the judge's glue,
+    built from torch's headers by the box's toolchain, imports what it imports). pybind11's API needs no name of
+    the C API (`pybind11::cast(x).attr(...)` walks from a tensor to any object, and to the harness that reports on
+    it), and torch/extension.h alone brings pybind11's glue into every file that includes it: what counts is what
+    the candidate's code reaches."""
+    if any(_symbol_table(obj) is None for obj in objects.values()):
+        file = next(f for f, obj in sorted(objects.items()) if _symbol_table(obj) is None)
+        return [Violation("interpreter-api", f"{file}: not an object file the judge's compiler makes")]
+    defined = set().union(*(_defined_globals(obj) for obj in objects.values())) if objects else set()
+    # the glue calls the bound functions and whatever else it imports that a candidate's file defines, and a
+    # strong definition of the candidate's takes the place of the glue's own (weak) instance of the same name
+    wanted: set[str] = set()
+    if glue is not None:
+        strong = set().union(*(_defined_globals(obj, strong_only=True) for obj in objects.values()))
+        wanted = (_undefined_names(glue) & defined) | (_defined_globals(glue) & strong)
 
-    for file, obj in sorted(objects.items()):
-        reached = reached_imports(obj, is_bound)
-        if reached is None:
-            return [Violation("interpreter-api", f"{file}: not an object file the judge's compiler makes")]
-        bad = sorted(name for name in reached if _PYTHON_SYMBOL.fullmatch(name))
+    def is_root(symbol: str) -> bool:
+        return symbol in wanted or symbol in bound or (_nested_name(symbol)[-1:] or [""])[0] in bound
+
+    while True:  # one file's code calls another's: what it reaches there is followed too, to a fixed point
+        reached = {file: reached_imports(obj, is_root) for file, obj in sorted(objects.items())}
+        across = set().union(*reached.values()) & defined if reached else set()
+        if across <= wanted:
+            break
+        wanted |= across
+    for file, names in reached.items():
+        bad = sorted(name for name in names if _PYTHON_SYMBOL.fullmatch(name))
         if bad:
             return [Violation("interpreter-api", f"its compiled code reaches the Python interpreter "
                                                  f"({', '.join(bad[:4])}): native code has no business with the "
                                                  "interpreter (pybind11's API included)")]
+    for file, names in reached.items():
+        found = _native_symbol_violations(names - defined)
+        if found:
+            return [Violation(found[0].rule, f"{found[0].message} ({file})")]
     return []
 
 

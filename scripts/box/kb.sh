@@ -17,19 +17,21 @@ left=$(( seconds - $(elapsed) - 30 ))
 rc=0
 # INFO on the console: each slow reference's phases (where a full-size reference's minutes go) reach kb.log.
 # A level-1 problem's three trials are ~9 GB (the median; 2 GB in, 1 GB out a trial), its elementwise ones' 38.6 GB
-# (12.88 GB a trial; most of what the template answers): kept on the judge's disk (stored_trials_gb=40) rather
+# (12.88 GB a trial; most of what the template answers): kept on the judge's disk (stored_trials_gb=20: what fits) rather
 # than made again by the reference for every candidate trial (at 12 GB none of theirs was kept: each candidate
 # trial waited ~15-20 s for its reference trial again); kept_gb bounds what stays between problems (the box has
 # a 64 GB disk; a disk that fills makes a trial again instead of failing the problem).
-# min_free_disk_gb=30: trials are kept only while 30 GB of the 64 GB disk stay free for what a timed full-size
-# problem cannot do without (its timing inputs and checked outputs: ~26 GB a level-1 elementwise problem), two
-# problems at once (session 13: kept trials filled the disk, and the timing inputs could not be written).
+# min_free_disk_gb=36, stored_trials_gb=20: trials are kept only while 36 GB of the 64 GB disk stay free for what a
+# timed full-size problem cannot do without (its timing inputs and checked outputs: ~26 GB a level-1 elementwise
+# problem; session 13: kept trials filled the disk, and the timing inputs could not be written). At 40/30 (session
+# 21) a second problem's timing inputs found the disk full two minutes in; a full disk now also gives up what idle
+# problems keep before it ends the stage (verifier/judge.py _on_judges_disk).
 # memory_admission=reference: a judgement takes its problem's estimate, not 32 GB (level 2's median trial is
 # 0.2 GB: 3 judgements at once became as many as compile_workers)
 PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO limited "$left" python3 -m flows.cli --debug eval "${source[@]}" --kernelbench .kerneldojo/kernelbench \
   --level 1 --level 2 -c "$CONFIG" --set home="$KD_HOME" --set evaluate.max_turns=$turns \
   --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=16 \
-  --set verifier.stored_trials_gb=${KB_STORED_GB:-40} --set verifier.min_free_disk_gb=${KB_MIN_FREE_GB:-30} \
+  --set verifier.stored_trials_gb=${KB_STORED_GB:-20} --set verifier.min_free_disk_gb=${KB_MIN_FREE_GB:-36} \
   --set verifier.compare_torch_compile=true --set verifier.memory_admission=reference 2>&1 | tee "$OUT/kb.log" || rc=$?   # the whole log comes back
 echo "eval rc $rc at $(elapsed) s (124: cut by the call's limit; the same command goes on)"
 pack_home
