@@ -28,7 +28,7 @@ from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
-HARNESS_VERSION = "10"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
+HARNESS_VERSION = "11"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
 # candidate threads, failures a neighbour can cause judged again alone; 7: references' inputs drawn on the device
 # and handed to the judge as drawn (before a forward that changes them in place); 8: input seeds keyed by the home's
 # secret, NaN/Inf matched only by the same, the dispatcher observed in trials, interpreter imports and host compute
@@ -37,7 +37,9 @@ HARNESS_VERSION = "10"  # 5: reductions in any order, slow kernels untimed, time
 # modules' glue the judge's own (apart from the candidate's code, which may not reach the interpreter); 10: outputs
 # of exactly a tensor or a tuple/list of them, read through the harness's own aliases, the extension calls counted
 # out of the candidate's reach, imports an allowlist, torch's unpicklers and `match` refused, library math by any
-# case of its symbols (a pass cached before, by a candidate that computed as its output was read, must not answer)
+# case of its symbols (a pass cached before, by a candidate that computed as its output was read, must not answer);
+# 11: torch's own builds judged by what the candidate's files reach (one from another, from the judge's glue, from
+# finalizers), not by what the judge's glue imports; nvcc's operand types read for the shim's gaps
 
 
 def _cores() -> int:
