@@ -35,6 +35,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def pytest_sessionfinish(session, exitstatus):
+    """The session's folder (Prefect's home, the verifier's caches: ~0.4 GB a run) goes with it, unless
+    KERNELDOJO_KEEP_TEST_DIRS=1 keeps it to look into."""
+    import shutil
+
+    if os.environ.get("KERNELDOJO_KEEP_TEST_DIRS") != "1":
+        shutil.rmtree(_SESSION_DIR, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def session_dir() -> Path:
     return _SESSION_DIR
