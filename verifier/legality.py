@@ -934,52 +934,54 @@ def _symbol_table(obj: bytes) -> tuple[list, list[str], list[tuple[str, int, int
     return sections, names, symbols, symtab
 
 
-def _defined_globals(obj: bytes, strong_only: bool = False) -> set[str]:
-    """The names an object file defines for the linker: global (and, unless strong_only, weak) symbols."""
-    table = _symbol_table(obj)
-    bindings = (1,) if strong_only else (1, 2)  # STB_GLOBAL, STB_WEAK
-    return {name for name, bind, shndx in (table[2] if table else []) if name and bind in bindings and shndx != 0}
+class _ObjectFile:
+    """One relocatable object file, its symbol table and relocations parsed once (check_module_objects asks
+    several questions of each file, some on every pass to its fixed point)."""
 
+    def __init__(self, table: tuple[list, list[str], list[tuple[str, int, int]], int], obj: bytes):
+        self.sections, self.names, self.symbols, self.symtab = table
+        self.refs: dict[int, set[int]] = {}  # section -> symbols its relocations name
+        for _, kind, offset, size, link, info in self.sections:
+            if self.symtab is not None and kind == 4 and link == self.symtab:  # SHT_RELA of the symbol table
+                for at in range(offset, min(offset + size, len(obj) - 23), 24):
+                    r_info, = struct.unpack_from("<Q", obj, at + 8)
+                    self.refs.setdefault(info, set()).add(r_info >> 32)
 
-def _undefined_names(obj: bytes) -> set[str]:
-    table = _symbol_table(obj)
-    return {name for name, _, shndx in (table[2] if table else []) if name and shndx == 0}
+    @classmethod
+    def parse(cls, obj: bytes) -> "_ObjectFile | None":
+        table = _symbol_table(obj)
+        return None if table is None else cls(table, obj)
 
+    def defined_globals(self, strong_only: bool = False) -> set[str]:
+        """The names it defines for the linker: global (and, unless strong_only, weak) symbols."""
+        bindings = (1,) if strong_only else (1, 2)  # STB_GLOBAL, STB_WEAK
+        return {name for name, bind, shndx in self.symbols if name and bind in bindings and shndx != 0}
 
-def reached_imports(obj: bytes, is_root: Callable[[str], bool]) -> set[str] | None:
-    """The undefined symbols an object file's code reaches from the functions whose names `is_root` and from its
-    initializers and finalizers, following its relocations section by section (built with -ffunction-sections,
-    each function is a section of its own): what that code can call, whatever calls it makes of pybind11's inline
-    glue on the way. None for anything that is not a relocatable little-endian ELF64."""
-    table = _symbol_table(obj)
-    if table is None:
-        return None
-    sections, names, symbols, symtab = table
-    if symtab is None:
-        return set()
-    refs: dict[int, set[int]] = {}  # section -> symbols its relocations name
-    for _, kind, offset, size, link, info in sections:
-        if kind == 4 and link == symtab:  # SHT_RELA of the symbol table
-            for at in range(offset, min(offset + size, len(obj) - 23), 24):
-                r_info, = struct.unpack_from("<Q", obj, at + 8)
-                refs.setdefault(info, set()).add(r_info >> 32)
-    todo = [shndx for name, _, shndx in symbols if 0 < shndx < 0xFF00 and name and is_root(name)]
-    todo += [i for i, name in enumerate(names) if name.startswith(_INIT_SECTIONS)]
-    seen, reached = set(), set()
-    while todo:
-        section = todo.pop()
-        if section in seen:
-            continue
-        seen.add(section)
-        for k in refs.get(section, ()):
-            if k >= len(symbols):
+    def undefined_names(self) -> set[str]:
+        return {name for name, _, shndx in self.symbols if name and shndx == 0}
+
+    def reached_imports(self, is_root: Callable[[str], bool]) -> set[str]:
+        """The undefined symbols its code reaches from the functions whose names `is_root` and from its
+        initializers and finalizers, following its relocations section by section (built with -ffunction-sections,
+        each function is a section of its own): what that code can call, whatever calls it makes of pybind11's
+        inline glue on the way."""
+        todo = [shndx for name, _, shndx in self.symbols if 0 < shndx < 0xFF00 and name and is_root(name)]
+        todo += [i for i, name in enumerate(self.names) if name.startswith(_INIT_SECTIONS)]
+        seen, reached = set(), set()
+        while todo:
+            section = todo.pop()
+            if section in seen:
                 continue
-            name, _, shndx = symbols[k]
-            if shndx == 0:
-                reached.add(name)
-            elif shndx < 0xFF00:
-                todo.append(shndx)
-    return reached
+            seen.add(section)
+            for k in self.refs.get(section, ()):
+                if k >= len(self.symbols):
+                    continue
+                name, _, shndx = self.symbols[k]
+                if shndx == 0:
+                    reached.add(name)
+                elif shndx < 0xFF00:
+                    todo.append(shndx)
+        return reached
 
 
 def check_module_objects(objects: dict[str, bytes], bound: set[str], glue: bytes | None = None) -> list[Violation]:
@@ -993,23 +995,26 @@ def check_module_objects(objects: dict[str, bytes], bound: set[str], glue: bytes
     the C API (`pybind11::cast(x).attr(...)` walks from a tensor to any object, and to the harness that reports on
     it), and torch/extension.h alone brings pybind11's glue into every file that includes it: what counts is what
     the candidate's code reaches."""
-    if any(_symbol_table(obj) is None for obj in objects.values()):
-        file = next(f for f, obj in sorted(objects.items()) if _symbol_table(obj) is None)
-        return [Violation("interpreter-api", f"{file}: not an object file the judge's compiler makes")]
-    defined = set().union(*(_defined_globals(obj) for obj in objects.values())) if objects else set()
+    parsed = {file: _ObjectFile.parse(obj) for file, obj in sorted(objects.items())}
+    glue_file = _ObjectFile.parse(glue) if glue is not None else None
+    for file, candidate in parsed.items():
+        if candidate is None:
+            return [Violation("interpreter-api", f"{file}: not an object file the judge's compiler makes")]
+    files: dict[str, _ObjectFile] = {file: f for file, f in parsed.items() if f is not None}
+    defined = set().union(*(f.defined_globals() for f in files.values()))
     # the glue calls the bound functions and whatever else it imports that a candidate's file defines, and a
     # strong definition of the candidate's takes the place of the glue's own (weak) instance of the same name
     wanted: set[str] = set()
-    if glue is not None:
-        strong = set().union(*(_defined_globals(obj, strong_only=True) for obj in objects.values()))
-        wanted = (_undefined_names(glue) & defined) | (_defined_globals(glue) & strong)
+    if glue_file is not None:
+        strong = set().union(*(f.defined_globals(strong_only=True) for f in files.values()))
+        wanted = (glue_file.undefined_names() & defined) | (glue_file.defined_globals() & strong)
 
     def is_root(symbol: str) -> bool:
         return symbol in wanted or symbol in bound or (_nested_name(symbol)[-1:] or [""])[0] in bound
 
     while True:  # one file's code calls another's: what it reaches there is followed too, to a fixed point
-        reached = {file: reached_imports(obj, is_root) for file, obj in sorted(objects.items())}
-        across = set().union(*reached.values()) & defined if reached else set()
+        reached = {file: f.reached_imports(is_root) for file, f in files.items()}
+        across = set().union(*reached.values()) & defined
         if across <= wanted:
             break
         wanted |= across
