@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from schemas.records import StageStatus
-from warehouse.process import Killed, ProcessIdentity, raise_killed_on_signals, restore_signal_handlers
+from warehouse.process import STACKS_SIGNAL, Killed, ProcessIdentity, raise_killed_on_signals, restore_signal_handlers
 from warehouse.store import Warehouse, WarehouseError
 from warehouse.tracking import default_tracking_uri
 
@@ -81,6 +81,19 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
+def _exit_after_signal(proc: subprocess.Popen, timeout_s: float = 120) -> str:
+    """`proc`'s stderr once it exits; if it has not within `timeout_s`, the test fails with every thread's stack
+    (STACKS_SIGNAL, which the CLI and stage scripts register) so that a hang at exit says where it hangs."""
+    try:
+        return proc.communicate(timeout=timeout_s)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(STACKS_SIGNAL)
+        time.sleep(3)
+        proc.kill()
+        stderr = proc.communicate()[1]
+        pytest.fail(f"no exit {timeout_s:.0f} s after the signal; its threads then:\n{stderr[-8000:]}")
+
+
 # -- signals -------------------------------------------------------------------------------------------------
 def test_sigterm_marks_the_running_stage_failed_and_stops_the_prefect_server(tmp_path):
     proc = _start_cli(tmp_path, "stage", "synthesize", *SLOW_SYNTHESIS)
@@ -89,7 +102,7 @@ def test_sigterm_marks_the_running_stage_failed_and_stops_the_prefect_server(tmp
         servers = _prefect_servers(proc)
         assert {p.pid for p in _servers_started_by(proc.pid)} == {p.pid for p in servers}
         proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=120)
+        stderr = _exit_after_signal(proc)
     finally:
         proc.kill()
     assert proc.returncode == 128 + signal.SIGTERM
@@ -108,7 +121,7 @@ def test_sigint_during_the_pipeline_fails_the_stage_and_the_pipeline_run(tmp_pat
         wh, run = _running_stage(proc, tmp_path)
         servers = _prefect_servers(proc)
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
+        stderr = _exit_after_signal(proc)
     finally:
         proc.kill()
     assert proc.returncode == 128 + signal.SIGINT
@@ -135,7 +148,7 @@ def test_a_script_driving_stages_ends_in_order_when_its_whole_process_group_is_s
         assert servers, "the script runs its stages against a Prefect server of its own"
         os.killpg(proc.pid, signal.SIGTERM)
         signalled = time.monotonic()
-        _, stderr = proc.communicate(timeout=120)
+        stderr = _exit_after_signal(proc)
         took = time.monotonic() - signalled
     finally:
         proc.kill()
