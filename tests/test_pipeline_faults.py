@@ -87,11 +87,17 @@ def _exit_after_signal(proc: subprocess.Popen, timeout_s: float = 120) -> str:
     try:
         return proc.communicate(timeout=timeout_s)[1]
     except subprocess.TimeoutExpired:
+        # which signals it blocks, ignores or has pending (a mask or disposition inherited from this process
+        # would hold the signal back), then every thread's stack; the first dump is the handler's own, 6 s in
+        status = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+        signals = " ".join(line for line in status if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn")))
+        ours = f"this process: SIGINT handler {signal.getsignal(signal.SIGINT)}, blocked {signal.pthread_sigmask(signal.SIG_BLOCK, [])}"
         proc.send_signal(STACKS_SIGNAL)
         time.sleep(3)
         proc.kill()
         stderr = proc.communicate()[1]
-        pytest.fail(f"no exit {timeout_s:.0f} s after the signal; its threads then:\n{stderr[-8000:]}")
+        pytest.fail(f"no exit {timeout_s:.0f} s after the signal; {signals}; {ours}; its stderr:\n{stderr[:3000]}\n"
+                    f"[...]\n{stderr[-5000:]}")
 
 
 # -- signals -------------------------------------------------------------------------------------------------
@@ -351,3 +357,28 @@ def test_the_cli_waits_for_a_cold_prefect_server_unless_told_how_long(monkeypatc
     assert startup_timeout_s(Settings()) == COLD_START_TIMEOUT_S
     monkeypatch.setenv(STARTUP_TIMEOUT_SETTING, "7")
     assert startup_timeout_s(Settings()) == 7
+
+
+def test_a_terminating_signal_its_parent_left_blocked_still_ends_the_process(tmp_path):
+    """A signal mask crosses exec, a handler does not: a process spawned while its parent held SIGINT blocked
+    (a resource tracker's spawn does, for a moment) installed its handler and never saw the signal — it stayed
+    pending while the stage ran on. The handlers unblock what they handle."""
+    script = tmp_path / "spawned_blocked.py"
+    script.write_text(
+        "import sys, time\n"
+        "from warehouse.process import Killed, raise_killed_on_signals\n"
+        "raise_killed_on_signals()\n"
+        "print('ready', flush=True)\n"
+        "try:\n"
+        "    time.sleep(60)\n"
+        "except Killed:\n"
+        "    sys.exit(130)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT]))
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130

@@ -117,6 +117,9 @@ def raise_killed_on_signals() -> PreviousHandlers:
             continue
         signal.signal(signum, _raise_killed)
         previous.signals[signum] = current
+    # a mask is inherited across exec, unlike a handler: a parent that spawned us while it held these signals
+    # blocked (a resource tracker's spawn does, for a moment) would leave them pending here, unseen, for good
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, list(previous.signals))
     if signal.getsignal(STACKS_SIGNAL) is signal.SIG_DFL:
         faulthandler.register(STACKS_SIGNAL, all_threads=True)
         previous.stacks_on_signal = True
