@@ -92,10 +92,15 @@ pack_home() {
 # device time on a judge the tests just found broken.
 gpu_tests() {
   [ -n "${GPU_TESTS:-}" ] || return 0
-  timeout -k 5 "${GPU_TESTS_S:-240}" python3 -m pytest -q -p no:cacheprovider -m gpu -k "$GPU_TESTS" tests \
+  # -v: each test's outcome on its own line as it ends, so a run its timeout cuts (no summary: session 22's 21
+  # dots) still says which tests passed, which failed and which was running
+  timeout -k 5 "${GPU_TESTS_S:-240}" python3 -m pytest -v -p no:cacheprovider -m gpu -k "$GPU_TESTS" tests \
     > "$OUT/gputests.log" 2>&1 || true
   # a run its timeout cut has no summary line: no match must not end the call (set -e, pipefail)
   grep -E "passed|failed|error" "$OUT/gputests.log" | grep -v "cpp_extension" | tail -15 || true
+  grep -E " (FAILED|ERROR)( |$)" "$OUT/gputests.log" | head -20 || true
+  grep -qE "[0-9]+ passed" "$OUT/gputests.log" || { echo "cut at ${GPU_TESTS_S:-240} s after $(grep -c " PASSED" \
+    "$OUT/gputests.log") passed; running then: $(grep "^tests/" "$OUT/gputests.log" | tail -1)"; }
   grep -E "^E " "$OUT/gputests.log" | head -20 || true   # the first lines of each failure's assertion
   echo "gpu tests done at $(elapsed) s"
   if [ -n "${GPU_TESTS_MUST_PASS:-}" ] && { grep -qE "[0-9]+ (failed|error)" "$OUT/gputests.log" \
