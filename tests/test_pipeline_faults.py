@@ -14,7 +14,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from schemas.records import StageStatus
-from warehouse.process import STACKS_SIGNAL, Killed, ProcessIdentity, raise_killed_on_signals, restore_signal_handlers
+from warehouse.process import (STACKS_SIGNAL, TERMINATING_SIGNALS, Killed, ProcessIdentity, raise_killed_on_signals,
+                               restore_signal_handlers)
 from warehouse.store import Warehouse, WarehouseError
 from warehouse.tracking import default_tracking_uri
 
@@ -32,9 +33,18 @@ def _cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+def _as_from_a_terminal() -> None:
+    """The CLI as a terminal starts it, with the terminating signals at their defaults: a test run that is
+    itself a background job of a shell without job control (`make test &`) has SIGINT ignored, its children
+    inherit that, and the CLI rightly keeps ignoring a signal it was started ignoring (as under nohup)."""
+    for signum in TERMINATING_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def _start_cli(home: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "flows.cli", *args], cwd=ROOT, env=_env(home),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_from_a_terminal)
 
 
 def _running_stage(proc: subprocess.Popen, home: Path, timeout_s: float = 180):
@@ -89,9 +99,13 @@ def _exit_after_signal(proc: subprocess.Popen, timeout_s: float = 120) -> str:
     except subprocess.TimeoutExpired:
         # which signals it blocks, ignores or has pending (a mask or disposition inherited from this process
         # would hold the signal back), then every thread's stack; the first dump is the handler's own, 6 s in
-        status = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+        except OSError:  # it ended just now
+            status = []
         signals = " ".join(line for line in status if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn")))
-        ours = f"this process: SIGINT handler {signal.getsignal(signal.SIGINT)}, blocked {signal.pthread_sigmask(signal.SIG_BLOCK, [])}"
+        ours = (f"this process: SIGINT handler {signal.getsignal(signal.SIGINT)}, "
+                f"blocked {signal.pthread_sigmask(signal.SIG_BLOCK, [])}")
         proc.send_signal(STACKS_SIGNAL)
         time.sleep(3)
         proc.kill()
@@ -359,6 +373,11 @@ def test_the_cli_waits_for_a_cold_prefect_server_unless_told_how_long(monkeypatc
     assert startup_timeout_s(Settings()) == 7
 
 
+def _spawned_with_sigint_blocked() -> None:
+    _as_from_a_terminal()
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+
+
 def test_a_terminating_signal_its_parent_left_blocked_still_ends_the_process(tmp_path):
     """A signal mask crosses exec, a handler does not: a process spawned while its parent held SIGINT blocked
     (a resource tracker's spawn does, for a moment) installed its handler and never saw the signal — it stayed
@@ -374,7 +393,7 @@ def test_a_terminating_signal_its_parent_left_blocked_still_ends_the_process(tmp
         "except Killed:\n"
         "    sys.exit(130)\n")
     proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT]))
+                            text=True, preexec_fn=_spawned_with_sigint_blocked)
     try:
         assert proc.stdout.readline().strip() == "ready"
         proc.send_signal(signal.SIGINT)
