@@ -557,7 +557,7 @@ def test_a_reference_that_breaks_while_judged_loses_its_problem_not_the_batch(ve
         assert pool.reference_cost()["references"] == 1 and pool.judge.reference_ran(moody.id)
 
 
-def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache):
+def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache, caplog):
     """A candidate can fail its neighbours on one machine — hold the GPU's memory (nothing limits a process's
     cudaMalloc), or its time — and in an RL group every sibling it fails raises its own advantage. So a runtime
     error, a timeout or a module that could not load for want of memory, judged while another judgement ran, is
@@ -585,6 +585,7 @@ def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache):
         assert verdicts["company"].category == V.passed, verdicts["company"].detail
         return judged
 
+    caplog.set_level("INFO", logger="kerneldojo.verifier")
     judge = Judge(cfg, verifier_cache)
     try:
         judge.reference(problem(), 0)
@@ -601,6 +602,8 @@ def test_a_failure_a_neighbour_can_cause_is_judged_again_alone(verifier_cache):
         assert "AttributeError" in mistaken.detail and "expanded size" in misshapen.detail
         assert failed.category == V.runtime_error and "boom" in failed.detail
         assert failed.phases["wait_alone"] > 0.5, failed.phases  # it waited for the company to end
+        # what it failed with beside the company, gone from its verdict, is in the log
+        assert any("judged again alone" in r.getMessage() and "boom" in r.getMessage() for r in caplog.records), [r.getMessage()[:300] for r in caplog.records]
         starved_module, = beside_company(("starved", "raise RuntimeError('CUDA error: out of memory')\n" + good()))
         assert starved_module.category == V.compile_error and "wait_alone" in starved_module.phases
     finally:

@@ -682,8 +682,12 @@ class Judge:
         candidate, holds it). A candidate must not be able to fail its neighbours (in an RL group, each sibling
         it fails raises its own advantage) nor the judge (an exception would end the stage). So it is judged
         again alone on the machine, and what it gets then is its own."""
-        log.info("problem %s: candidate %s failed beside other judgements (%s), judged again alone",
-                 problem.name or problem.id, candidate.id, beside.category.value)
+        # what it failed with beside the others is not kept in its verdict: the log says it, the detail's end (a
+        # traceback's error) — sessions 21-22: the template's full-size reductions failed this way on every box,
+        # their first failure never read
+        log.info("problem %s: candidate %s failed beside other judgements (%s: ...%s), judged again alone",
+                 problem.name or problem.id, candidate.id, beside.category.value,
+                 " ".join((beside.detail or "").split())[-300:])
         try:
             with self._keeping(problem.id), self.sandboxes.reserve(alone=True):
                 phases.mark("wait_alone")  # the verdict's phases say it was judged again, and what that waited
