@@ -102,6 +102,7 @@ class PreviousHandlers:
     signals: dict[int, Any]
     unraisablehook: Callable
     stacks_on_signal: bool = False
+    blocked: frozenset[int] = frozenset()  # of `signals`, those the thread held blocked before
 
 
 def raise_killed_on_signals() -> PreviousHandlers:
@@ -119,7 +120,8 @@ def raise_killed_on_signals() -> PreviousHandlers:
         previous.signals[signum] = current
     # a mask is inherited across exec, unlike a handler: a parent that spawned us while it held these signals
     # blocked (a resource tracker's spawn does, for a moment) would leave them pending here, unseen, for good
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, list(previous.signals))
+    previous.blocked = frozenset(signal.pthread_sigmask(signal.SIG_UNBLOCK, list(previous.signals))
+                                 & set(previous.signals))
     if signal.getsignal(STACKS_SIGNAL) is signal.SIG_DFL:
         faulthandler.register(STACKS_SIGNAL, all_threads=True)
         previous.stacks_on_signal = True
@@ -130,6 +132,8 @@ def raise_killed_on_signals() -> PreviousHandlers:
 def restore_signal_handlers(previous: PreviousHandlers) -> None:
     for signum, handler in previous.signals.items():
         signal.signal(signum, handler)
+    if previous.blocked:
+        signal.pthread_sigmask(signal.SIG_BLOCK, previous.blocked)
     if previous.stacks_on_signal:
         faulthandler.unregister(STACKS_SIGNAL)
     sys.unraisablehook = previous.unraisablehook
