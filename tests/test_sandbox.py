@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing.forkserver
 import os
+import re
 import shutil
 import socket
 import time
@@ -686,6 +687,31 @@ def test_timing_stops_every_other_candidate_sandbox_on_its_device(tmp_path):
     finally:
         for box in boxes:
             box.close()
+        factory.close()
+
+
+def test_a_sandbox_says_what_it_and_the_machine_hold(tmp_path):
+    """`resources()` (a note for a failure no code explains: torch.compile's baseline failing its first copy on a
+    busy GPU box) reads the kernel's counts of the sandbox's own cgroup — its memory at its configured limit — and
+    the machine's available memory."""
+    from verifier.isolation import Cgroups
+    from verifier.sandboxes import SandboxFactory
+
+    cfg = load_config(None, ["verifier.spare_sandboxes=0", "verifier.memory_limit_mb=3072"]).verifier
+    factory = SandboxFactory(cfg, tmp_path / "cache", "cpu")
+    box = factory.start("reference")
+    try:
+        time.sleep(0.5)  # waits for its job, its interpreter loaded
+        note = box.resources()
+        available = int(re.search(r"machine available (\d+) MB", note).group(1))
+        assert available > 0
+        if Cgroups.detect() is not None:
+            assert "limit 3072 MB" in note, note
+            assert int(re.search(r"memory (\d+) MB", note).group(1)) > 0, note  # an interpreter holds memory
+            assert re.search(r"memory events (max=\d+,oom=\d+,)?oom_kill=0", note), note
+            assert re.search(r"tasks [1-9]", note), note
+    finally:
+        box.close()
         factory.close()
 
 

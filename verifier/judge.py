@@ -1201,6 +1201,14 @@ class Judge:
                              input_bytes=reference.input_bytes, output_bytes=reference.output_bytes,
                              prepared=result.prepared / runs, kept=result.kept / runs,
                              compile_seconds=compile_seconds)
+        except ReferenceError as exc:
+            if not compiled:
+                expected.close()
+                raise
+            # torch.compile's baseline fails at random on busy boxes (its first copy to the GPU:
+            # cudaErrorOperatingSystem, which a pinned host allocation that fails gives): what the sandbox and
+            # the machine held then says whether memory is why
+            raise ReferenceError(f"{exc} [at the failure: {box.resources()}{_device_free(device_index)}]") from exc
         except BaseException:
             if not compiled:
                 expected.close()
@@ -1722,6 +1730,17 @@ def _device_trials(devices: Devices | None, device_index: int) -> Callable[[], A
     Held per trial, never across the judge's own reading and writing between trials, and never twice in one
     thread (a timing waiting between the two holds would wait forever)."""
     return (lambda: devices.trials(device_index)) if devices is not None else nullcontext
+
+
+def _device_free(device_index: int) -> str:
+    """The GPU's free memory, as the driver counts it (every process's allocations), for a failure's note."""
+    if not torch.cuda.is_available():
+        return ""
+    try:
+        free, total = torch.cuda.mem_get_info(device_index)
+    except RuntimeError as exc:
+        return f"; the GPU's free memory unreadable ({exc})"
+    return f"; GPU free {free >> 20} of {total >> 20} MB"
 
 
 def _reference_failure(msg, box: Sandbox) -> str:

@@ -28,7 +28,7 @@ import torch
 
 from schemas.config import VerifierConfig
 from verifier.isolation import (Cgroups, Isolation, MemoryBudget, MemoryReservation, ReservationCancelled, SandboxHome,
-                                read_sandbox_text, sandbox_memory_mb)
+                                memory_now_mb, read_sandbox_text, sandbox_memory_mb)
 from verifier.jail import ISOLATION_FAILED_EXIT
 from verifier.reference import loads
 from verifier.tensor_io import HANDED_OVER
@@ -236,6 +236,33 @@ class Sandbox:
                 if line.startswith("VmHWM:"):
                     peak = max(peak or 0, int(line.split()[1]) * 1024)
         return peak
+
+    def resources(self) -> str:
+        """What the sandbox and the machine held, as the kernel counts it, for a failure no code of its explains (a
+        compiled baseline's first copy to the GPU failing with cudaErrorOperatingSystem at random on busy boxes):
+        its cgroup's memory now, at peak and at its limit, its OOM events and tasks, and the machine's available
+        memory."""
+        parts = []
+        for leaf in map(Path, self.home.cgroups):
+            for label, name in (("memory", "memory.current"), ("peak", "memory.peak"), ("limit", "memory.max"),
+                                ("memory", "memory.usage_in_bytes"), ("peak", "memory.max_usage_in_bytes"),
+                                ("limit", "memory.limit_in_bytes"), ("tasks", "pids.current"),
+                                ("task limit", "pids.max")):
+                try:
+                    text = (leaf / name).read_text().split()[0]
+                except (OSError, IndexError):
+                    continue
+                parts.append(f"{label} {int(text) >> 20} MB" if text.isdigit() and "memory" in name
+                             else f"{label} {text}")
+            for name, keys in (("memory.events", ("max", "oom", "oom_kill")), ("memory.oom_control", ("oom_kill",))):
+                try:  # v2's events, v1's OOM control
+                    events = dict(line.split() for line in (leaf / name).read_text().splitlines())
+                except (OSError, ValueError):
+                    continue
+                parts.append("memory events " + ",".join(f"{k}={events.get(k, '0')}" for k in keys))
+        _, available = memory_now_mb()
+        parts.append(f"machine available {available} MB")
+        return "; ".join(parts)
 
     def _cgroup_cpu_seconds(self) -> float | None:
         """What its cgroup counts (exited processes included): v2's cpu.stat, v1's cpuacct where it has one."""
