@@ -87,3 +87,104 @@ def test_a_candidates_macros_are_its_own_files_lines():
     assert _macro_line("-DUSE_FAST") == "#define USE_FAST 1\n"
     assert _macro_line("-DEMPTY=") == "#define EMPTY \n"
     assert _macro_line("-UNDEBUG") == "#undef NDEBUG\n"
+
+
+# -- red team (session 24): what the analysis followed, and what the linker and the loader do besides ------------------
+
+# 70,000 one-byte variables, each in a section of its own (`.data.*`, which the linker folds into .data): past 65,280
+# sections an ELF object counts its sections (and names its section-name table) in section 0, and its symbols say
+# SHN_XINDEX for their section. Nine lines of macros, two seconds of g++.
+MANY_SECTIONS = ('#define KD_STR2(x) #x\n#define KD_STR(x) KD_STR2(x)\n#define KD_CAT2(a, b) a##b\n'
+                 '#define KD_CAT(a, b) KD_CAT2(a, b)\n'
+                 '#define KD_ONE2(n) __attribute__((used, section(".data.kd" KD_STR(n)))) char KD_CAT(kd_v, n) = 1;\n'
+                 '#define KD_ONE(n) KD_ONE2(n)\n#define KD_A KD_ONE(__COUNTER__)\n'
+                 '#define KD_B KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A\n'
+                 '#define KD_C KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B\n'
+                 '#define KD_D KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C\n'
+                 '#define KD_E KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D\n'
+                 'KD_E KD_E KD_E KD_E KD_E KD_E KD_E\n')
+
+
+def test_an_object_of_more_than_65280_sections_is_read_whole(tmp_path):
+    """An object of more than 65,280 sections (ELF's extended numbering: e_shnum 0, the count in section 0's
+    sh_size) read as one of no sections at all: no symbol, no relocation, nothing reached — a bound function that
+    makes a system call (or calls BLAS, or the interpreter) passed as having reached nothing."""
+    built = objects(tmp_path, main=MANY_SECTIONS + SYSCALL + "long fwd(long n) { return syscall(SYS_getpid) + n; }\n")
+    assert [v.rule for v in check_module_objects(built, {"fwd"})] == ["system-api"]
+    honest = objects(tmp_path, main=MANY_SECTIONS + "long fwd(long n) { return n + 1; }\n")
+    assert check_module_objects(honest, {"fwd"}) == []
+
+
+def test_an_ifunc_resolver_is_code_the_loader_runs(tmp_path):
+    """An ifunc's resolver runs when the module is loaded (an R_X86_64_IRELATIVE relocation, here made by a table of
+    data that holds the ifunc's address): code no bound function, initializer or finalizer reaches."""
+    resolver = ("static long kd_honest(long n) { return n + 1; }\n"
+                'extern "C" void* kd_resolve() { BODY return (void*)&kd_honest; }\n'
+                'static long kd_pick(long) __attribute__((ifunc("kd_resolve")));\n'
+                "long (*volatile kd_table[])(long) = {kd_pick};\nlong fwd(long n) { return n * 2; }\n")
+    built = objects(tmp_path, main=SYSCALL + resolver.replace("BODY", "syscall(SYS_getpid);"))
+    assert [v.rule for v in check_module_objects(built, {"fwd"})] == ["system-api"]
+    honest = objects(tmp_path, main=resolver.replace("BODY", ""))
+    assert check_module_objects(honest, {"fwd"}) == []
+
+
+def test_a_versioned_reference_is_read_by_its_name(tmp_path):
+    """`.symver kd_sc, syscall@GLIBC_2.2.5` (the assembler directive assembled by a macro): the object's undefined
+    symbol is `syscall@GLIBC_2.2.5`, which no rule over names knew; the linker makes it libc's syscall (likewise
+    dlsym@GLIBC_2.34, then anything by name)."""
+    source = ('#define KD_ID(x) x\nKD_ID(__asm__)(".symver kd_sc, syscall@GLIBC_2.2.5");\n'
+              'extern "C" long kd_sc(long, ...);\nlong fwd(long n) { return kd_sc(39) + n; }\n')
+    built = objects(tmp_path, main=source)
+    assert [v.rule for v in check_module_objects(built, {"fwd"})] == ["system-api"]
+
+
+def test_a_definition_the_linker_takes_from_another_file_is_followed(tmp_path):
+    """The bound function calls a weak helper of its own file, followed there; another of the candidate's files
+    defines the same name strongly, and the linker keeps that one. Likewise an inline function (a COMDAT group) in two
+    files with different bodies: the linker keeps the first file's, never reached from the other's bound function."""
+    weak = objects(tmp_path, main="__attribute__((weak)) long helper(long n) { return n; }\n"
+                                   "long fwd(long n) { return helper(n) * 2; }\n",
+                   cuda=SYSCALL + "long helper(long n) { return syscall(SYS_getpid) + n; }\n")
+    assert [v.rule for v in check_module_objects(weak, {"fwd"})] == ["system-api"]
+    comdat = objects(tmp_path, main=SYSCALL + "__attribute__((noinline)) inline long helper(long n) { "
+                                              "return syscall(SYS_getpid) + n; }\nlong keep(long n) { return helper(n); }\n",
+                     cuda="__attribute__((noinline)) inline long helper(long n) { return n; }\n"
+                          "long fwd(long n) { return helper(n) * 2; }\n")
+    assert [v.rule for v in check_module_objects(comdat, {"fwd"})] == ["system-api"]
+    honest = objects(tmp_path, main="__attribute__((noinline)) inline long helper(long n) { return n; }\n"
+                                    "long keep(long n) { return helper(n); }\n",
+                     cuda="__attribute__((noinline)) inline long helper(long n) { return n; }\n"
+                          "long fwd(long n) { return helper(n) * 2; }\n")
+    assert check_module_objects(honest, {"fwd"}) == []
+
+
+# The judge's glue instantiates pybind11's inline functions (in a real glue.o: pybind11::detail::accessor<str_attr>::
+# get_cache, the getattr behind `.attr("x")`; pybind11::str::str(const char*); get_cached_module...), each a weak
+# definition in a COMDAT group, and the glue is linked first: its instance is the one the module keeps.
+GLUE_WITH_GETATTR = ('extern "C" void* PyObject_GetAttrString(void*, const char*);\n'
+                     "long fwd(long n);\n"
+                     '__attribute__((noinline)) inline void* kd_getattr(void* o, const char* k) { '
+                     "return PyObject_GetAttrString(o, k); }\n"
+                     'long bind_it(long n) { return fwd(n) + (kd_getattr(nullptr, "x") != nullptr); }\n')
+
+
+def test_code_of_the_glue_that_the_candidate_calls_is_the_candidates(tmp_path):
+    """The candidate calls the glue's instance of an inline function by its name, declared only (its own file defines
+    none): the call reached an undefined name that is no rule's, and the glue's code behind it, which reaches the
+    interpreter, was never read. Or it defines its own instance of that name with another body (a -D macro line
+    before torch/extension.h changes what pybind11's headers compile to in its file alone): its instance was read,
+    the glue's runs."""
+    declared = objects(tmp_path, main='void* kd_getattr(void* o, const char* k);\n'
+                                      'long fwd(long n) { return n + (kd_getattr((void*)n, "__class__") != nullptr); }\n',
+                       glue=GLUE_WITH_GETATTR)
+    glue = declared.pop("glue.o")
+    assert [v.rule for v in check_module_objects(declared, {"fwd"}, glue)] == ["interpreter-api"]
+    own_copy = objects(tmp_path, main='__attribute__((noinline)) inline void* kd_getattr(void* o, const char* k) { '
+                                      "return o; }\n"
+                                      'long fwd(long n) { return n + (kd_getattr((void*)n, "__class__") != nullptr); }\n',
+                       glue=GLUE_WITH_GETATTR)
+    glue = own_copy.pop("glue.o")
+    assert [v.rule for v in check_module_objects(own_copy, {"fwd"}, glue)] == ["interpreter-api"]
+    honest = objects(tmp_path, main="long fwd(long n) { return n + 1; }\n", glue=GLUE_WITH_GETATTR)
+    glue = honest.pop("glue.o")
+    assert check_module_objects(honest, {"fwd"}, glue) == []
