@@ -179,8 +179,8 @@ def test_code_of_the_glue_that_the_candidate_calls_is_the_candidates(tmp_path):
                        glue=GLUE_WITH_GETATTR)
     glue = declared.pop("glue.o")
     assert [v.rule for v in check_module_objects(declared, {"fwd"}, glue)] == ["interpreter-api"]
-    own_copy = objects(tmp_path, main='__attribute__((noinline)) inline void* kd_getattr(void* o, const char* k) { '
-                                      "return o; }\n"
+    own_copy = objects(tmp_path, main='__attribute__((noinline, noipa)) inline void* kd_getattr(void* o, const char* k) { '
+                                      "return (char*)o + k[0]; }\n"
                                       'long fwd(long n) { return n + (kd_getattr((void*)n, "__class__") != nullptr); }\n',
                        glue=GLUE_WITH_GETATTR)
     glue = own_copy.pop("glue.o")

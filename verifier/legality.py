@@ -706,6 +706,10 @@ def _sections(elf: bytes) -> list[tuple[int, int, int, int, int, int]] | None:
         return None
     shoff, = struct.unpack_from("<Q", elf, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    if shnum == 0 and shoff:  # extended numbering (65,280 sections and more): the count is section 0's sh_size
+        if shoff + 64 > len(elf):
+            return None
+        shnum, = struct.unpack_from("<Q", elf, shoff + 0x20)
     sections = []
     for i in range(shnum):
         at = shoff + i * shentsize
@@ -914,32 +918,42 @@ def check_artifact_symbols(elf: bytes, python_module: bool, native: bool = True)
 _INIT_SECTIONS = (".init_array", ".preinit_array", ".ctors", ".fini_array", ".dtors", ".init", ".fini")
 
 
-def _symbol_table(obj: bytes) -> tuple[list, list[str], list[tuple[str, int, int]], int] | None:
-    """(sections, section names, symbols as (name, binding, section index), the symbol table's index) of a
-    relocatable little-endian ELF64; None for anything else."""
+def _symbol_table(obj: bytes) -> tuple[list, list[str], list[tuple[str, int, int]], int, set[int]] | None:
+    """(sections, section names, symbols as (name, binding, section index), the symbol table's index, the sections
+    of its ifunc resolvers) of a relocatable little-endian ELF64; None for anything else. A name is read without its
+    symbol version (`.symver` makes a reference to libc's syscall `syscall@GLIBC_2.2.5`); past 65,280 sections, the
+    section-name table's index is section 0's sh_link and a symbol's section is in SHT_SYMTAB_SHNDX."""
     sections = _sections(obj)
     if sections is None or struct.unpack_from("<H", obj, 0x10)[0] != 1:  # ET_REL
         return None
     shstrndx, = struct.unpack_from("<H", obj, 0x3E)
+    if shstrndx == 0xFFFF and sections:  # SHN_XINDEX
+        shstrndx = sections[0][4]
     names = [_c_string(obj, sections[shstrndx][2] + name) if shstrndx < len(sections) else ""
              for name, *_ in sections]
     symtab = next((i for i, sec in enumerate(sections) if sec[1] == 2), None)  # SHT_SYMTAB
-    symbols = []
+    symbols, ifuncs = [], set()
     if symtab is not None:
         _, _, offset, size, link, _ = sections[symtab]
         strings = sections[link][2] if link < len(sections) else 0
-        for at in range(offset, min(offset + size, len(obj) - 23), 24):
+        extended = next((sec[2] for sec in sections if sec[1] == 18 and sec[4] == symtab), None)  # SHT_SYMTAB_SHNDX
+        for k, at in enumerate(range(offset, min(offset + size, len(obj) - 23), 24)):
             name, info, _, shndx = struct.unpack_from("<IBBH", obj, at)
-            symbols.append((_c_string(obj, strings + name), info >> 4, shndx))
-    return sections, names, symbols, symtab
+            if shndx == 0xFFFF:  # SHN_XINDEX
+                shndx = struct.unpack_from("<I", obj, extended + 4 * k)[0] \
+                    if extended is not None and extended + 4 * k + 4 <= len(obj) else 0xFFFF
+            if info & 0xF == 10 and 0 < shndx < len(sections):  # STT_GNU_IFUNC: the loader runs its resolver
+                ifuncs.add(shndx)
+            symbols.append((_c_string(obj, strings + name).partition("@")[0], info >> 4, shndx))
+    return sections, names, symbols, symtab, ifuncs
 
 
 class _ObjectFile:
     """One relocatable object file, its symbol table and relocations parsed once (check_module_objects asks
     several questions of each file, some on every pass to its fixed point)."""
 
-    def __init__(self, table: tuple[list, list[str], list[tuple[str, int, int]], int], obj: bytes):
-        self.sections, self.names, self.symbols, self.symtab = table
+    def __init__(self, table: tuple[list, list[str], list[tuple[str, int, int]], int, set[int]], obj: bytes):
+        self.sections, self.names, self.symbols, self.symtab, self.ifuncs = table
         self.refs: dict[int, set[int]] = {}  # section -> symbols its relocations name
         for _, kind, offset, size, link, info in self.sections:
             if self.symtab is not None and kind == 4 and link == self.symtab:  # SHT_RELA of the symbol table
@@ -960,14 +974,17 @@ class _ObjectFile:
     def undefined_names(self) -> set[str]:
         return {name for name, _, shndx in self.symbols if name and shndx == 0}
 
-    def reached_imports(self, is_root: Callable[[str], bool]) -> set[str]:
-        """The undefined symbols its code reaches from the functions whose names `is_root` and from its
-        initializers and finalizers, following its relocations section by section (built with -ffunction-sections,
-        each function is a section of its own): what that code can call, whatever calls it makes of pybind11's
-        inline glue on the way."""
-        todo = [shndx for name, _, shndx in self.symbols if 0 < shndx < 0xFF00 and name and is_root(name)]
-        todo += [i for i, name in enumerate(self.names) if name.startswith(_INIT_SECTIONS)]
-        seen, reached = set(), set()
+    def reached_imports(self, is_root: Callable[[str], bool], loaded: bool = True) -> tuple[set[str], set[str]]:
+        """(the undefined symbols, the global and weak definitions) its code reaches from the functions whose names
+        `is_root` and (`loaded`) from its initializers, finalizers and ifunc resolvers, following its relocations
+        section by section (built with -ffunction-sections, each function is a section of its own): what that code
+        can call, whatever calls it makes of pybind11's inline glue on the way. A global or weak definition is
+        followed here, and its name given back: the linker may keep another file's definition of it (a strong one
+        over a weak one, the first file's instance of an inline function)."""
+        todo = [shndx for name, _, shndx in self.symbols if 0 < shndx < len(self.sections) and name and is_root(name)]
+        if loaded:
+            todo += [i for i, name in enumerate(self.names) if name.startswith(_INIT_SECTIONS)] + sorted(self.ifuncs)
+        seen, reached, linked = set(), set(), set()
         while todo:
             section = todo.pop()
             if section in seen:
@@ -976,12 +993,14 @@ class _ObjectFile:
             for k in self.refs.get(section, ()):
                 if k >= len(self.symbols):
                     continue
-                name, _, shndx = self.symbols[k]
+                name, bind, shndx = self.symbols[k]
                 if shndx == 0:
                     reached.add(name)
-                elif shndx < 0xFF00:
+                elif shndx < len(self.sections):
                     todo.append(shndx)
-        return reached
+                    if name and bind in (1, 2):  # STB_GLOBAL, STB_WEAK
+                        linked.add(name)
+        return reached, linked
 
 
 def check_module_objects(objects: dict[str, bytes], bound: set[str], glue: bytes | None = None) -> list[Violation]:
@@ -998,26 +1017,41 @@ def check_module_objects(objects: dict[str, bytes], bound: set[str], glue: bytes
     parsed = {file: _ObjectFile.parse(obj) for file, obj in sorted(objects.items())}
     glue_file = _ObjectFile.parse(glue) if glue is not None else None
     for file, candidate in parsed.items():
-        if candidate is None:
+        if candidate is None or candidate.symtab is None:
             return [Violation("interpreter-api", f"{file}: not an object file the judge's compiler makes")]
     files: dict[str, _ObjectFile] = {file: f for file, f in parsed.items() if f is not None}
     defined = set().union(*(f.defined_globals() for f in files.values()))
+    strong = set().union(*(f.defined_globals(strong_only=True) for f in files.values()))
     # the glue calls the bound functions and whatever else it imports that a candidate's file defines, and a
     # strong definition of the candidate's takes the place of the glue's own (weak) instance of the same name
     wanted: set[str] = set()
+    glue_defined: set[str] = set()
     if glue_file is not None:
-        strong = set().union(*(f.defined_globals(strong_only=True) for f in files.values()))
-        wanted = (glue_file.undefined_names() & defined) | (glue_file.defined_globals() & strong)
+        glue_defined = glue_file.defined_globals()
+        wanted = (glue_file.undefined_names() & defined) | (glue_defined & strong)
+    # the glue's code that the candidate's calls: a name of the glue's that no file of the candidate's defines, or
+    # an instance of an inline function of the glue's (linked first, the glue's instance is the one kept)
+    into_glue: set[str] = set()
 
     def is_root(symbol: str) -> bool:
         return symbol in wanted or symbol in bound or (_nested_name(symbol)[-1:] or [""])[0] in bound
 
     while True:  # one file's code calls another's: what it reaches there is followed too, to a fixed point
-        reached = {file: f.reached_imports(is_root) for file, f in files.items()}
-        across = set().union(*reached.values()) & defined
-        if across <= wanted:
+        reached, linked = {}, set()
+        for file, f in files.items():
+            reached[file], names = f.reached_imports(is_root)
+            linked |= names
+        if glue_file is not None:
+            reached["the judge's glue, called by the candidate's code"], names = glue_file.reached_imports(
+                lambda symbol: symbol in into_glue, loaded=False)
+            linked |= names
+        called = set().union(*reached.values()) | linked
+        across = called & defined
+        glue_called = (called & glue_defined) - strong
+        if across <= wanted and glue_called <= into_glue:
             break
         wanted |= across
+        into_glue |= glue_called
     for file, names in reached.items():
         bad = sorted(name for name in names if _PYTHON_SYMBOL.fullmatch(name))
         if bad:
