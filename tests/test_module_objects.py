@@ -188,3 +188,15 @@ def test_code_of_the_glue_that_the_candidate_calls_is_the_candidates(tmp_path):
     honest = objects(tmp_path, main="long fwd(long n) { return n + 1; }\n", glue=GLUE_WITH_GETATTR)
     glue = honest.pop("glue.o")
     assert check_module_objects(honest, {"fwd"}, glue) == []
+
+
+def test_torchs_python_bindings_are_the_interpreter(tmp_path):
+    """libtorch_python's exports are torch's Python glue: THPVariable_Wrap makes a tensor's Python object (and every
+    object from there, read as memory), THPVariableClass is torch.Tensor, pybind11's type_caster<at::Tensor>::cast is
+    `pybind11::cast(x)`, torch::handle_torch_function_no_python_arg_parser calls Python objects. None is a name of the
+    C API's (Py...), so code of the candidate's that called one was read as reaching no interpreter."""
+    wraps = objects(tmp_path, main="namespace at { struct TensorBase; }\nvoid* THPVariable_Wrap(const at::TensorBase&);\n"
+                                   "void* fwd(const at::TensorBase& x) { return THPVariable_Wrap(x); }\n")
+    assert [v.rule for v in check_module_objects(wraps, {"fwd"})] == ["interpreter-api"]
+    tensor_class = objects(tmp_path, main='extern "C" void* THPVariableClass;\nvoid* fwd() { return THPVariableClass; }\n')
+    assert [v.rule for v in check_module_objects(tensor_class, {"fwd"})] == ["interpreter-api"]

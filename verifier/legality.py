@@ -820,8 +820,9 @@ _C_GLUE = re.compile(r"Sleef_\w+|GOMP_\w+|omp_\w+|kmp_\w+|_?_?cuda\w*|cu[A-Z]\w*
                      r"_fini")
 
 
-def _defined_c_names(path: str) -> frozenset[str]:
-    """The C (unmangled) names a shared library exports: defined, global or weak, in its .dynsym."""
+def _defined_c_names(path: str, mangled: bool = False) -> frozenset[str]:
+    """The C (unmangled; with `mangled`, C++ too) names a shared library exports: defined, global or weak, in its
+    .dynsym."""
     import mmap
 
     names = set()
@@ -833,7 +834,7 @@ def _defined_c_names(path: str) -> frozenset[str]:
             strings = sections[link][2]
             for at in range(offset, min(offset + size, len(elf) - 23), 24):
                 name, info, _, shndx = struct.unpack_from("<IBBH", elf, at)
-                if name and shndx != 0 and info >> 4 in (1, 2) and elf[strings + name:strings + name + 2] != b"_Z":
+                if name and shndx != 0 and info >> 4 in (1, 2) and (mangled or elf[strings + name:strings + name + 2] != b"_Z"):
                     names.add(_c_string(elf, strings + name))
     return frozenset(names)
 
@@ -855,6 +856,20 @@ def _bundled_exports() -> frozenset[str]:
             except (OSError, ValueError):
                 continue
     return frozenset(name for name in names if not _C_GLUE.fullmatch(name))
+
+
+@functools.cache
+def _python_bindings() -> frozenset[str]:
+    """Every name torch's Python bindings (libtorch_python) export, C and C++: THPVariable_Wrap (a tensor's Python
+    object), THPVariableClass (torch.Tensor), pybind11's type_caster<at::Tensor> (`pybind11::cast(x)`),
+    torch::handle_torch_function_no_python_arg_parser (calls Python objects)... Code that reaches one reaches the
+    interpreter, though no name of the C API's (Py...) is among its imports."""
+    from pathlib import Path
+
+    try:
+        return _defined_c_names(str(Path(torch.__file__).parent / "lib" / "libtorch_python.so"), mangled=True)
+    except (OSError, ValueError):
+        return frozenset()
 
 
 def _library_math(name: str, parts: list[str]) -> bool:
@@ -1053,7 +1068,7 @@ def check_module_objects(objects: dict[str, bytes], bound: set[str], glue: bytes
         wanted |= across
         into_glue |= glue_called
     for file, names in reached.items():
-        bad = sorted(name for name in names if _PYTHON_SYMBOL.fullmatch(name))
+        bad = sorted(name for name in names if _PYTHON_SYMBOL.fullmatch(name) or name in _python_bindings())
         if bad:
             return [Violation("interpreter-api", f"its compiled code reaches the Python interpreter "
                                                  f"({', '.join(bad[:4])}): native code has no business with the "
