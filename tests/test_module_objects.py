@@ -200,3 +200,34 @@ def test_torchs_python_bindings_are_the_interpreter(tmp_path):
     assert [v.rule for v in check_module_objects(wraps, {"fwd"})] == ["interpreter-api"]
     tensor_class = objects(tmp_path, main='extern "C" void* THPVariableClass;\nvoid* fwd() { return THPVariableClass; }\n')
     assert [v.rule for v in check_module_objects(tensor_class, {"fwd"})] == ["interpreter-api"]
+
+
+def test_a_fallback_build_stored_under_older_rules_is_judged_again(tmp_path, monkeypatch):
+    """A fallback's shared object is stored only once check_module_objects passed it, and a stored one is served
+    without being judged again: its key named a fixed string, so a build that passed the rules before a fix (any of
+    the above) was still served after it. The key now names the rules' text."""
+    from verifier import fastbuild
+    from verifier.fastbuild import BuildRequest, FastInlineBuilder
+
+    class Runner:
+        """torch's build, faked: the candidate's main.o (g++, no torch) and a shared object beside it."""
+        builds = 0
+
+        def __init__(self):
+            self.inbox = self.outbox = tmp_path
+
+        def torch_build(self, kwargs, timeout_s):
+            Runner.builds += 1
+            objects(tmp_path, main="long fwd(long n) { return n + 1; }\n")
+            subprocess.run(["c++", "-shared", str(tmp_path / "main.o"), "-o", str(tmp_path / "ext.so")], check=True)
+            return tmp_path / "ext.so"
+
+    builder = FastInlineBuilder(tmp_path / "cache", fast=False, secret=b"k" * 32)
+    request = BuildRequest(name="ext", cpp="long fwd(long n);", cuda="", functions=("fwd",), docstrings=(),
+                           is_python_module=False)
+    builder.build(request, Runner())
+    builder.build(request, Runner())
+    assert Runner.builds == 1  # stored: the same rules need no second build
+    monkeypatch.setattr(fastbuild, "_rules_signature", lambda: "other rules")
+    builder.build(request, Runner())
+    assert Runner.builds == 2

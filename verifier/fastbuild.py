@@ -970,7 +970,7 @@ class FastInlineBuilder:
         kwargs["extra_cuda_cflags"] = [*kwargs["extra_cuda_cflags"], "-Xcompiler", "-ffunction-sections"]
         bound = {cpp for _, cpp, _ in bindings}
         key = _signature("torch", repr(sorted(kwargs.items(), key=lambda kv: kv[0])), torch.__version__,
-                         self.cuda_arch or "", "torch-load-rules-over-what-runs")
+                         self.cuda_arch or "", "torch-load-rules-over-what-runs", _rules_signature())
 
         def build(out: Path) -> Path:
             built = runner.torch_build(kwargs, self.timeout_s)
@@ -989,6 +989,16 @@ class FastInlineBuilder:
             raise
         return Artifact(key=key, kind="module" if request.is_python_module else "ops", name=request.name,
                         functions=tuple(py for py, _, _ in bindings) or request.functions, fallback=reason)
+
+
+@functools.lru_cache(maxsize=1)
+def _rules_signature() -> str:
+    """The rules a fallback build was judged by (verifier/legality.py's text): its shared object is stored only after
+    check_module_objects passed it, and a stored one is never judged again, so a build that passed older rules must
+    not be found under the same key once they change."""
+    from verifier import legality
+
+    return hashlib.sha256(Path(legality.__file__).read_bytes()).hexdigest()[:16]
 
 
 def _with_explicit_bindings(request: BuildRequest) -> BuildRequest:
