@@ -883,7 +883,13 @@ def _library_math(name: str, parts: list[str]) -> bool:
 
 _SYSTEM_SYMBOLS = frozenset({"dlopen", "dlmopen", "dlsym", "dlvsym", "syscall", "fork", "vfork", "execve", "execv",
                              "execvp", "execvpe", "execl", "execlp", "ptrace", "process_vm_readv", "process_vm_writev",
-                             "mprotect", "pkey_mprotect", "prctl", "unshare", "setns", "clone", "clone3"})
+                             "mprotect", "pkey_mprotect", "prctl", "unshare", "setns", "clone", "clone3",
+                             # the loader by other doors (a walk of every loaded object's symbols is dlsym by hand)
+                             "dl_iterate_phdr", "dladdr", "dladdr1", "dlinfo", "_dl_find_object", "_r_debug",
+                             # processes by other names
+                             "posix_spawn", "posix_spawnp", "execle", "execveat", "fexecve", "system", "popen",
+                             "__clone", "__fork", "__vfork", "memfd_create", "pidfd_open", "pidfd_getfd",
+                             "personality"})
 
 
 def _native_symbol_violations(imported: set[str]) -> list[Violation]:
