@@ -243,3 +243,51 @@ def test_the_loader_and_processes_by_other_names_are_refused_among_the_imports(t
                    capture_output=True)
     found = check_artifact_symbols((tmp_path / "k.so").read_bytes(), python_module=False)
     assert [v.rule for v in found] == ["system-api"]
+
+
+MACHINE_CODE = {  # name: (source, what the verdict says); every one imports nothing a rule over imports names
+    "asm_by_macro": ("#define KD_ID(x) x\nlong fwd(long n) { long r; KD_ID(__asm__) volatile(\".byte 0x0f, 0x05\" : "
+                     "\"=a\"(r) : \"a\"(39L) : \"rcx\", \"r11\", \"memory\"); return r + n; }\n", "`syscall`"),
+    # the system call's bytes inside a mov's immediate, reached by a jump past the mov's first byte
+    "hidden_in_an_instruction": ("#define KD_ID(x) x\nlong fwd(long n) { long r; KD_ID(__asm__) volatile(\"jmp 1f+1\\n"
+                                 "1: .byte 0xb8, 0x0f, 0x05, 0x90, 0x90\\n\" : \"=a\"(r) : \"a\"(39L) : \"rcx\", "
+                                 "\"r11\", \"memory\"); return r + n; }\n", "into the middle of an instruction"),
+    "code_as_data": ("__attribute__((section(\".text.kd\"))) const unsigned char code[] = {0xb8, 0x27, 0, 0, 0, 0x0f, "
+                     "0x05, 0xc3};\nlong fwd(long n) { return ((long (*)())code)() + n; }\n", "places data"),
+    # a section's flags written into its name (the assembler reads the rest as a comment): writable code
+    "writable_code": ("__attribute__((section(\".text.kd,\\\"awx\\\",@progbits#\"))) unsigned char code[64] = {0xc3};\n"
+                      "long fwd(long n) { code[0] = 0xc3; return ((long (*)())code)() + n; }\n", "executable section"),
+    "executable_stack": ("long fwd(long n) { return n; }\n"
+                         "__asm__(\".section .note.GNU-stack,\\\"x\\\",@progbits\\n.previous\");\n", "executable stack"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MACHINE_CODE))
+def test_machine_code_no_compiler_writes_is_inline_assembly_however_it_was_spelt(tmp_path, name):
+    from verifier.legality import check_machine_code, check_native_source
+
+    source, said = MACHINE_CODE[name]
+    (tmp_path / "k.cpp").write_text(source)
+    subprocess.run(["c++", "-O2", "-fPIC", "-shared", str(tmp_path / "k.cpp"), "-o", str(tmp_path / "k.so")],
+                   check=True, capture_output=True)
+    assert check_native_source(source, cuda=False) == [] or name == "executable_stack"  # the text hides it
+    found = check_machine_code((tmp_path / "k.so").read_bytes())
+    assert [v.rule for v in found] == ["inline-asm"] and said in found[0].message, found
+
+
+def test_what_a_compiler_writes_is_not_inline_assembly(tmp_path):
+    """Jump tables, library calls through the PLT, lambdas, templates, exceptions, OpenMP: an honest object's
+    machine code passes, as the judge's own bridge and op watch do."""
+    from verifier.legality import check_machine_code
+
+    (tmp_path / "k.cpp").write_text(
+        "#include <vector>\n#include <algorithm>\n#include <cmath>\n#include <stdexcept>\n"
+        "long fwd(long n) {\n  std::vector<float> v(n);\n  #pragma omp parallel for\n"
+        "  for (long i = 0; i < n; ++i) v[i] = std::tanh(i * 0.5f);\n"
+        "  std::sort(v.begin(), v.end(), [](float a, float b) { return a > b; });\n"
+        "  if (n < 0) throw std::runtime_error(\"negative\");\n"
+        "  switch (n % 7) { case 0: return 1; case 1: return 3; case 2: return 9; case 3: return 4;\n"
+        "    case 4: return 11; case 5: return 2; default: return (long)v[0]; }\n}\n")
+    subprocess.run(["c++", "-O3", "-fopenmp", "-march=native", "-fPIC", "-shared", str(tmp_path / "k.cpp"), "-o",
+                    str(tmp_path / "k.so")], check=True, capture_output=True)
+    assert check_machine_code((tmp_path / "k.so").read_bytes()) == []

@@ -816,3 +816,27 @@ RUNS_PYTHON_PAST_65280_SECTIONS = RUNS_PYTHON_AS_MODULE.replace("#include <cmath
 def test_an_object_of_more_sections_than_elf_counts_in_its_header_is_read_whole(judge):
     verdict = judge.verify(problem(), candidate("runs_python_past_65280_sections", RUNS_PYTHON_PAST_65280_SECTIONS))
     assert (verdict.category, verdict.rule) == (V.illegal, "interpreter-api"), verdict.detail
+
+
+# Inline assembly whose asm keyword a macro spells (the rules over the text read no asm statement), and machine code
+# placed as data in an executable section (no asm at all): each made a system call (getpid, 39) of its own in the
+# sandbox, imported nothing and passed. The built object's machine code is read now, however its source spelt it.
+_KD_ASM = ("#define KD_ID(x) x\nstatic long kd_call() {\n  long r;\n"
+           "  KD_ID(__asm__) volatile(\".byte 0x0f, 0x05\" : \"=a\"(r) : \"a\"(39L) : \"rcx\", \"r11\", \"memory\");\n"
+           "  return r;\n}\n")
+_KD_CODE_AS_DATA = ("__attribute__((section(\".text.kd\"))) static const unsigned char kd_code[] = "
+                    "{0xb8, 0x27, 0, 0, 0, 0x0f, 0x05, 0xc3};\n"
+                    "static long kd_call() { return ((long (*)())kd_code)(); }\n")
+
+
+@pytest.mark.parametrize("name, prelude, said", [("asm_by_macro", _KD_ASM, "`syscall`"),
+                                                 ("code_as_data", _KD_CODE_AS_DATA, "kd_code")])
+def test_a_system_call_of_the_candidates_own_machine_code_is_illegal_however_its_source_spells_it(judge, name,
+                                                                                                   prelude, said):
+    from tests.kernels import CORRECT_BODY
+
+    source = good(body=CORRECT_BODY.replace(";", " + 0.0f * (float)(kd_call() & 0);", 1)).replace(
+        "#include <cmath>\n", "#include <cmath>\n" + prelude, 1)
+    verdict = judge.verify(problem(), candidate(name, source))
+    assert (verdict.category, verdict.rule) == (V.illegal, "inline-asm"), verdict.detail
+    assert said in verdict.detail

@@ -38,7 +38,8 @@ from schemas.records import Candidate, Problem, Verdict, VerdictCategory
 from verifier.activity import doing, waiting_for
 from verifier.device_lock import MachineDeviceLock, cuda_device_key, machine_lock
 from verifier.fastbuild import BuildError, BuildRequest, FastInlineBuilder, LocalRunner, compiler_errors
-from verifier.legality import check_artifact_symbols, check_build_request, check_source, forbidden_ops
+from verifier.legality import (check_artifact_symbols, check_build_request, check_machine_code, check_source,
+                               forbidden_ops)
 from verifier.reference import ReferenceError, compare_outputs, dumps, layout_mismatch, trial_seed
 from verifier.isolation import Cgroups, host_memory_mb, remove_dead_judges_directories
 from verifier.sandboxes import (Sandbox, SandboxFactory, SandboxOverEstimate, SandboxStarved, SandboxStartError,
@@ -1500,8 +1501,9 @@ class Judge:
         # what it imports, whatever its text spelled: native code that runs Python in the sandbox's interpreter
         # rewrites the harness that reports on it (its dispatch recorder, its counts)
         # (torch's own build: what the candidate's objects reach was judged when built, the judge's glue apart)
+        # and what its machine code holds, however its source spelt its inline assembly (a macro, a -D flag)
         violations = check_artifact_symbols(shared_object, python_module=artifact.kind == "module",
-                                            native=not artifact.fallback)
+                                            native=not artifact.fallback) or check_machine_code(shared_object)
         if violations:
             v = violations[0]
             return _Outcome(VerdictCategory.illegal, f"illegal ({v.rule}): {v.message}", legal=False, rule=v.rule,

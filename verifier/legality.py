@@ -889,7 +889,9 @@ _SYSTEM_SYMBOLS = frozenset({"dlopen", "dlmopen", "dlsym", "dlvsym", "syscall", 
                              # processes by other names
                              "posix_spawn", "posix_spawnp", "execle", "execveat", "fexecve", "system", "popen",
                              "__clone", "__fork", "__vfork", "memfd_create", "pidfd_open", "pidfd_getfd",
-                             "personality"})
+                             "personality",
+                             # memory made executable: code written at run time, which no rule over its build reads
+                             "mmap", "mmap64", "mremap", "remap_file_pages", "pkey_alloc"})
 
 
 def _native_symbol_violations(imported: set[str]) -> list[Violation]:
@@ -933,6 +935,109 @@ def check_artifact_symbols(elf: bytes, python_module: bool, native: bool = True)
         return [Violation("interpreter-api", f"its compiled code imports the Python interpreter's "
                                              f"{', '.join(bad[:4])}: native code has no business with the interpreter")]
     return _native_symbol_violations(imported)[:1] if native else []
+
+
+# Machine code no compiler writes for C++ or CUDA host code: only inline assembly does (however its asm keyword is
+# spelt: a macro, a -D flag, a header's token pasting), or bytes placed in an executable section.
+_SYSTEM_INSTRUCTION = re.compile(r"^(?:(?:lock|rep\w*|bnd|notrack|data16|addr32|[c-gs]s|rex\S*)\s+)*"
+                                 r"(syscall|sysenter|sysexit|sysret[lq]?|int\s+\$0x80|\(bad\))(?:\s|$)")
+_INSTRUCTION_LINE = re.compile(r"^\s*([0-9a-f]+):\t(.*)$")
+_DIRECT_BRANCH = re.compile(r"\b(?:j[a-z]{1,4}|call[lq]?|loop[a-z]*|xbegin)\s+([0-9a-f]+) <")
+_PT_LOAD, _PT_GNU_STACK, _PF_X, _PF_W = 1, 0x6474E551, 1, 2
+_SHF_WRITE, _SHF_EXECINSTR = 1, 4
+
+
+def _executable_sections(elf: bytes) -> tuple[set[int], bool]:
+    """(the indexes of its executable sections, whether any section is both writable and executable)."""
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, = struct.unpack_from("<H", elf, 0x3A)
+    executable, writable_code = set(), False
+    for i in range(len(_sections(elf) or ())):
+        flags, = struct.unpack_from("<Q", elf, shoff + i * shentsize + 8)
+        if flags & _SHF_EXECINSTR:
+            executable.add(i)
+            writable_code |= bool(flags & _SHF_WRITE)
+    return executable, writable_code
+
+
+def _data_in_code(elf: bytes, executable: set[int]) -> str | None:
+    """The name of a data object (or thread-local) that a symbol table places in an executable section."""
+    sections = _sections(elf) or []
+    for _, section_kind, offset, size, link, _ in sections:
+        if section_kind in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM
+            strings = sections[link][2] if link < len(sections) else 0
+            for at in range(offset, min(offset + size, len(elf) - 23), 24):
+                name, info, _, shndx = struct.unpack_from("<IBBH", elf, at)
+                if info & 0xF in (1, 5, 6) and shndx in executable:  # STT_OBJECT, STT_COMMON, STT_TLS
+                    return _c_string(elf, strings + name) or "(unnamed)"
+    return None
+
+
+def check_machine_code(elf: bytes) -> list[Violation]:
+    """Rules over a candidate's built shared object's machine code (x86-64), what inline assembly leaves however
+    its source spelt it: a system call instruction; a direct jump or call into the middle of an instruction (how a
+    system call's bytes hide inside another instruction from a disassembler); data in an executable section, a
+    section both writable and executable, a loadable segment both, or an executable stack (code written or placed
+    as data, then run). The sandbox's seccomp filter bounds what a system call can do; these name it."""
+    if _sections(elf) is None or struct.unpack_from("<H", elf, 0x12)[0] != 62:  # EM_X86_64 (an aarch64 host: none)
+        return []
+    phoff, = struct.unpack_from("<Q", elf, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
+    for i in range(phnum):
+        kind, flags = struct.unpack_from("<II", elf, phoff + i * phentsize)
+        if (kind == _PT_LOAD and flags & _PF_W and flags & _PF_X) or (kind == _PT_GNU_STACK and flags & _PF_X):
+            what = "an executable stack" if kind == _PT_GNU_STACK else "memory both writable and executable"
+            return [Violation("inline-asm", f"its compiled code asks for {what}: code written at run time")]
+    executable, writable_code = _executable_sections(elf)
+    if writable_code:
+        return [Violation("inline-asm", "its compiled code has a section both writable and executable")]
+    data = _data_in_code(elf, executable)
+    if data:
+        return [Violation("inline-asm", f"its compiled code places data ({data[:60]}) in an executable section")]
+    return list(_disassembled_violations(elf))
+
+
+@functools.lru_cache(maxsize=256)  # a judge loads the same build for every judgement of its candidate
+def _disassembled_violations(elf: bytes) -> tuple[Violation, ...]:
+    import shutil
+    import subprocess
+    import tempfile
+
+    objdump = shutil.which("objdump")
+    if objdump is None:  # binutils come with every compiler the judge builds with
+        raise RuntimeError("objdump (binutils) is needed to read a candidate's machine code: install binutils")
+    with tempfile.NamedTemporaryFile(suffix=".so") as f:
+        f.write(elf)
+        f.flush()
+        listing = subprocess.run([objdump, "-d", "-w", "--no-show-raw-insn", "-M", "att", f.name],
+                                 capture_output=True, text=True, timeout=120, check=True).stdout
+    starts: set[int] = set()
+    spans: list[tuple[int, int]] = []
+    branches: list[tuple[int, int]] = []
+    for line in listing.splitlines():
+        if line.startswith("Disassembly of section"):
+            spans.append((-1, -1))
+            continue
+        m = _INSTRUCTION_LINE.match(line)
+        if not m:
+            continue
+        address, instruction = int(m.group(1), 16), m.group(2)
+        bad = _SYSTEM_INSTRUCTION.match(instruction)
+        if bad:
+            what = "an instruction no compiler writes" if bad.group(1) == "(bad)" else f"`{bad.group(1)}`"
+            return (Violation("inline-asm", f"its compiled code holds {what} at {address:#x}: host code makes no "
+                                            "system call of its own"),)
+        starts.add(address)
+        low, high = spans[-1] if spans else (-1, -1)
+        spans[-1:] = [(address if low < 0 else low, address)]
+        branch = _DIRECT_BRANCH.search(instruction)
+        if branch:
+            branches.append((address, int(branch.group(1), 16)))
+    for address, target in branches:
+        if target not in starts and any(low <= target <= high for low, high in spans):
+            return (Violation("inline-asm", f"its compiled code jumps from {address:#x} into the middle of an "
+                                            f"instruction ({target:#x}): code hidden from a disassembler"),)
+    return ()
 
 
 # What the loader runs of an object by itself: its initializers, and (at unload or exit) its finalizers

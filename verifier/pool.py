@@ -28,7 +28,7 @@ from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
-HARNESS_VERSION = "11"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
+HARNESS_VERSION = "12"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
 # candidate threads, failures a neighbour can cause judged again alone; 7: references' inputs drawn on the device
 # and handed to the judge as drawn (before a forward that changes them in place); 8: input seeds keyed by the home's
 # secret, NaN/Inf matched only by the same, the dispatcher observed in trials, interpreter imports and host compute
@@ -39,7 +39,10 @@ HARNESS_VERSION = "11"  # 5: reductions in any order, slow kernels untimed, time
 # out of the candidate's reach, imports an allowlist, torch's unpicklers and `match` refused, library math by any
 # case of its symbols (a pass cached before, by a candidate that computed as its output was read, must not answer);
 # 11: torch's own builds judged by what the candidate's files reach (one from another, from the judge's glue, from
-# finalizers), not by what the judge's glue imports; nvcc's operand types read for the shim's gaps
+# finalizers), not by what the judge's glue imports; nvcc's operand types read for the shim's gaps; 12: objects read
+# past 65,280 sections, ifunc resolvers, versioned names, another file's or the glue's code the candidate's calls,
+# libtorch_python's exports as the interpreter, the loader and processes by other names, mmap refused; a built
+# object's machine code read (system call instructions, jumps into an instruction, data in code, W+X, exec stack)
 
 
 def _cores() -> int:
