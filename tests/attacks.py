@@ -78,7 +78,10 @@ def attacks(host: Host) -> dict[str, Attack]:
             V.runtime_error, markers=(f"{m}/written", f"{host.cache_dir}/verdicts/forged.json", "/root/.cache/kd-attack")),
         "spawn_through_pointer": Attack(native(
             f'int (*run)(const char*) = std::system; int rc = run("touch {m}/spawned");\n  '
-            + refused_unless("rc == 0", "spawned a shell")), V.runtime_error, markers=(f"{m}/spawned",)),
+            + refused_unless("rc == 0", "spawned a shell")), V.illegal, "system-api",
+            markers=(f"{m}/spawned",),
+            notes="system among its imports is refused when built (harness 12); the Python walls_subprocess and "
+                  "walls_fork_daemon attacks reach the OS walls that refused it before"),
         "thread_outliving_the_forward": Attack(native(  # it would keep the device or the CPUs busy while others
             # are timed (the eager baseline); caught: the thread was not started
             "bool started = false;\n  try { std::thread([] { for (volatile long i = 0; ; ++i) {} }).detach(); "

@@ -710,6 +710,7 @@ def test_a_sandbox_says_what_it_and_the_machine_hold(tmp_path):
             assert int(re.search(r"memory (\d+) MB", note).group(1)) > 0, note  # an interpreter holds memory
             assert re.search(r"memory events (max=\d+,oom=\d+,)?oom_kill=0", note), note
             assert re.search(r"tasks [1-9]", note), note
+            assert re.search(r"threads [1-9]\d* \(RLIMIT_NPROC 256\)", note), note  # a reference sandbox's
     finally:
         box.close()
         factory.close()

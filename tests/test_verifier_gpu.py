@@ -296,7 +296,7 @@ def cuda_attacks(secret_file: str, cache_dir: str) -> dict[str, tuple[Candidate,
                               None, True),
         "spawn_through_pointer": (cuda_candidate(replace=host(
             'int (*run)(const char*) = std::system; TORCH_CHECK(run("true") != 0, "ATTACK SUCCEEDED: spawned"); '
-            'TORCH_CHECK(false, "attack refused");')), V.runtime_error, None, True),
+            'TORCH_CHECK(false, "attack refused");')), V.illegal, "system-api", True),  # system among its imports
         "inet_socket_through_pointer": (cuda_candidate(extra="", replace=[
             ("#include <cuda_runtime.h>", '#include <cuda_runtime.h>\nextern "C" int socket/**/(int, int, int);')] + host(
             'int (*make)(int, int, int) = socket; TORCH_CHECK(make(2, 1, 0) < 0, "ATTACK SUCCEEDED: socket"); '

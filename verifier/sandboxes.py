@@ -194,6 +194,23 @@ def describe_gpu_memory(apps: list[tuple[int, int]], gpus: list[tuple[int, int, 
             f"({len(others)} other processes {sum(others) / 1024:.1f} GB)")
 
 
+def _threads_of(leaf: Path) -> int:
+    """The threads of a cgroup's processes, from /proc (every one counts against the jail's RLIMIT_NPROC)."""
+    total = 0
+    try:
+        pids = (leaf / "cgroup.procs").read_text().split()
+    except OSError:
+        return 0
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        found = re.search(r"^Threads:\s+(\d+)", status, re.M)
+        total += int(found.group(1)) if found else 0
+    return total
+
+
 class Sandbox:
     """One sandbox process and the judge's end of its channel."""
 
@@ -260,6 +277,9 @@ class Sandbox:
                 except (OSError, ValueError):
                     continue
                 parts.append("memory events " + ",".join(f"{k}={events.get(k, '0')}" for k in keys))
+            threads = _threads_of(leaf)
+            if threads:  # RLIMIT_NPROC counts threads too, where the cgroup has no pids controller (the H100 boxes)
+                parts.append(f"threads {threads} (RLIMIT_NPROC {BUILD_TASKS if self.role == 'build' else RUN_TASKS})")
         _, available = memory_now_mb()
         parts.append(f"machine available {available} MB")
         return "; ".join(parts)
