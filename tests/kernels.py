@@ -290,3 +290,17 @@ def get_inputs():
 def get_init_inputs():
     return []
 '''
+
+
+# 70,000 one-byte variables, each in a section of its own (`.data.*`, which the linker folds into .data): past 65,280
+# sections an ELF object counts its sections (and names its section-name table) in section 0, and its symbols say
+# SHN_XINDEX for their section. Nine lines of macros, two seconds of g++.
+MANY_SECTIONS = ('#define KD_STR2(x) #x\n#define KD_STR(x) KD_STR2(x)\n#define KD_CAT2(a, b) a##b\n'
+                 '#define KD_CAT(a, b) KD_CAT2(a, b)\n'
+                 '#define KD_ONE2(n) __attribute__((used, section(".data.kd" KD_STR(n)))) char KD_CAT(kd_v, n) = 1;\n'
+                 '#define KD_ONE(n) KD_ONE2(n)\n#define KD_A KD_ONE(__COUNTER__)\n'
+                 '#define KD_B KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A\n'
+                 '#define KD_C KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B\n'
+                 '#define KD_D KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C\n'
+                 '#define KD_E KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D\n'
+                 'KD_E KD_E KD_E KD_E KD_E KD_E KD_E\n')

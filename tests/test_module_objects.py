@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from tests.kernels import MANY_SECTIONS
 from verifier.fastbuild import _macro_line
 from verifier.legality import check_artifact_symbols, check_module_objects
 
@@ -90,20 +91,6 @@ def test_a_candidates_macros_are_its_own_files_lines():
 
 
 # -- red team (session 24): what the analysis followed, and what the linker and the loader do besides ------------------
-
-# 70,000 one-byte variables, each in a section of its own (`.data.*`, which the linker folds into .data): past 65,280
-# sections an ELF object counts its sections (and names its section-name table) in section 0, and its symbols say
-# SHN_XINDEX for their section. Nine lines of macros, two seconds of g++.
-MANY_SECTIONS = ('#define KD_STR2(x) #x\n#define KD_STR(x) KD_STR2(x)\n#define KD_CAT2(a, b) a##b\n'
-                 '#define KD_CAT(a, b) KD_CAT2(a, b)\n'
-                 '#define KD_ONE2(n) __attribute__((used, section(".data.kd" KD_STR(n)))) char KD_CAT(kd_v, n) = 1;\n'
-                 '#define KD_ONE(n) KD_ONE2(n)\n#define KD_A KD_ONE(__COUNTER__)\n'
-                 '#define KD_B KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A\n'
-                 '#define KD_C KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B\n'
-                 '#define KD_D KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C\n'
-                 '#define KD_E KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D\n'
-                 'KD_E KD_E KD_E KD_E KD_E KD_E KD_E\n')
-
 
 def test_an_object_of_more_than_65280_sections_is_read_whole(tmp_path):
     """An object of more than 65,280 sections (ELF's extended numbering: e_shnum 0, the count in section 0's

@@ -9,7 +9,7 @@ import pytest
 
 from schemas import load_config
 from schemas.records import VerdictCategory as V
-from tests.kernels import CALL, candidate, good, problem, with_forward
+from tests.kernels import CALL, MANY_SECTIONS, candidate, good, problem, with_forward
 from verifier.judge import Judge
 
 # ATen's compute, found by argument-dependent lookup (no static rule names it), under a C++ guard that excludes the
@@ -801,15 +801,6 @@ def test_library_math_is_refused_in_the_built_objects_imports_whatever_its_case(
 # of g++): past 65,280 sections an ELF object counts them in section 0 (e_shnum 0), and check_module_objects read
 # main.o as an object of no sections, symbols or relocations; the module's imports (PyEval_GetBuiltins) are the
 # glue's too, so the exec ran in the sandbox and blinded the watch.
-MANY_SECTIONS = ('#define KD_STR2(x) #x\n#define KD_STR(x) KD_STR2(x)\n#define KD_CAT2(a, b) a##b\n'
-                 '#define KD_CAT(a, b) KD_CAT2(a, b)\n'
-                 '#define KD_ONE2(n) __attribute__((used, section(".data.kd" KD_STR(n)))) char KD_CAT(kd_v, n) = 1;\n'
-                 '#define KD_ONE(n) KD_ONE2(n)\n#define KD_A KD_ONE(__COUNTER__)\n'
-                 '#define KD_B KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A KD_A\n'
-                 '#define KD_C KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B KD_B\n'
-                 '#define KD_D KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C KD_C\n'
-                 '#define KD_E KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D KD_D\n'
-                 'KD_E KD_E KD_E KD_E KD_E KD_E KD_E\n')
 RUNS_PYTHON_PAST_65280_SECTIONS = RUNS_PYTHON_AS_MODULE.replace("#include <cmath>\n", "#include <cmath>\n" + MANY_SECTIONS, 1)
 
 
