@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import re
 import struct
 import sys
@@ -994,10 +995,17 @@ def check_machine_code(elf: bytes) -> list[Violation]:
     data = _data_in_code(elf, executable)
     if data:
         return [Violation("inline-asm", f"its compiled code places data ({data[:60]}) in an executable section")]
-    return list(_disassembled_violations(elf))
+    key = hashlib.sha256(elf).digest()  # a judge loads the same build for every judgement of its candidate
+    if key not in _DISASSEMBLED:
+        if len(_DISASSEMBLED) >= 1024:  # bounded: a long judge meets many builds
+            _DISASSEMBLED.clear()
+        _DISASSEMBLED[key] = _disassembled_violations(elf)
+    return list(_DISASSEMBLED[key])
 
 
-@functools.lru_cache(maxsize=256)  # a judge loads the same build for every judgement of its candidate
+_DISASSEMBLED: dict[bytes, tuple[Violation, ...]] = {}  # sha256 of a shared object -> what its machine code broke
+
+
 def _disassembled_violations(elf: bytes) -> tuple[Violation, ...]:
     import shutil
     import subprocess
