@@ -948,12 +948,12 @@ _PT_LOAD, _PT_GNU_STACK, _PF_X, _PF_W = 1, 0x6474E551, 1, 2
 _SHF_WRITE, _SHF_EXECINSTR = 1, 4
 
 
-def _executable_sections(elf: bytes) -> tuple[set[int], bool]:
+def _executable_sections(elf: bytes, sections: list) -> tuple[set[int], bool]:
     """(the indexes of its executable sections, whether any section is both writable and executable)."""
     shoff, = struct.unpack_from("<Q", elf, 0x28)
     shentsize, = struct.unpack_from("<H", elf, 0x3A)
     executable, writable_code = set(), False
-    for i in range(len(_sections(elf) or ())):
+    for i in range(len(sections)):
         flags, = struct.unpack_from("<Q", elf, shoff + i * shentsize + 8)
         if flags & _SHF_EXECINSTR:
             executable.add(i)
@@ -961,9 +961,8 @@ def _executable_sections(elf: bytes) -> tuple[set[int], bool]:
     return executable, writable_code
 
 
-def _data_in_code(elf: bytes, executable: set[int]) -> str | None:
+def _data_in_code(elf: bytes, sections: list, executable: set[int]) -> str | None:
     """The name of a data object (or thread-local) that a symbol table places in an executable section."""
-    sections = _sections(elf) or []
     for _, section_kind, offset, size, link, _ in sections:
         if section_kind in (2, 11):  # SHT_SYMTAB, SHT_DYNSYM
             strings = sections[link][2] if link < len(sections) else 0
@@ -980,30 +979,35 @@ def check_machine_code(elf: bytes) -> list[Violation]:
     system call's bytes hide inside another instruction from a disassembler); data in an executable section, a
     section both writable and executable, a loadable segment both, or an executable stack (code written or placed
     as data, then run). The sandbox's seccomp filter bounds what a system call can do; these name it."""
-    if _sections(elf) is None or struct.unpack_from("<H", elf, 0x12)[0] != 62:  # EM_X86_64 (an aarch64 host: none)
-        return []
+    key = hashlib.sha256(elf).digest()  # a judge loads the same build for every judgement of its candidate
+    if key not in _MACHINE_CODE_VERDICTS:
+        if len(_MACHINE_CODE_VERDICTS) >= 1024:  # bounded: a long judge meets many builds
+            _MACHINE_CODE_VERDICTS.clear()
+        _MACHINE_CODE_VERDICTS[key] = _machine_code_violations(elf)
+    return list(_MACHINE_CODE_VERDICTS[key])
+
+
+_MACHINE_CODE_VERDICTS: dict[bytes, tuple[Violation, ...]] = {}  # sha256 of a shared object -> what it broke
+
+
+def _machine_code_violations(elf: bytes) -> tuple[Violation, ...]:
+    sections = _sections(elf)
+    if sections is None or struct.unpack_from("<H", elf, 0x12)[0] != 62:  # EM_X86_64 (an aarch64 host: none)
+        return ()
     phoff, = struct.unpack_from("<Q", elf, 0x20)
     phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
     for i in range(phnum):
         kind, flags = struct.unpack_from("<II", elf, phoff + i * phentsize)
         if (kind == _PT_LOAD and flags & _PF_W and flags & _PF_X) or (kind == _PT_GNU_STACK and flags & _PF_X):
             what = "an executable stack" if kind == _PT_GNU_STACK else "memory both writable and executable"
-            return [Violation("inline-asm", f"its compiled code asks for {what}: code written at run time")]
-    executable, writable_code = _executable_sections(elf)
+            return (Violation("inline-asm", f"its compiled code asks for {what}: code written at run time"),)
+    executable, writable_code = _executable_sections(elf, sections)
     if writable_code:
-        return [Violation("inline-asm", "its compiled code has a section both writable and executable")]
-    data = _data_in_code(elf, executable)
+        return (Violation("inline-asm", "its compiled code has a section both writable and executable"),)
+    data = _data_in_code(elf, sections, executable)
     if data:
-        return [Violation("inline-asm", f"its compiled code places data ({data[:60]}) in an executable section")]
-    key = hashlib.sha256(elf).digest()  # a judge loads the same build for every judgement of its candidate
-    if key not in _DISASSEMBLED:
-        if len(_DISASSEMBLED) >= 1024:  # bounded: a long judge meets many builds
-            _DISASSEMBLED.clear()
-        _DISASSEMBLED[key] = _disassembled_violations(elf)
-    return list(_DISASSEMBLED[key])
-
-
-_DISASSEMBLED: dict[bytes, tuple[Violation, ...]] = {}  # sha256 of a shared object -> what its machine code broke
+        return (Violation("inline-asm", f"its compiled code places data ({data[:60]}) in an executable section"),)
+    return _disassembled_violations(elf)
 
 
 def _disassembled_violations(elf: bytes) -> tuple[Violation, ...]:
