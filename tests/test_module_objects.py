@@ -279,3 +279,45 @@ def test_what_a_compiler_writes_is_not_inline_assembly(tmp_path):
     subprocess.run(["c++", "-O3", "-fopenmp", "-march=native", "-fPIC", "-shared", str(tmp_path / "k.cpp"), "-o",
                     str(tmp_path / "k.so")], check=True, capture_output=True)
     assert check_machine_code((tmp_path / "k.so").read_bytes()) == []
+
+
+# -- red team (session 25): names the toolchain's startup files call --------------------------------------------------
+# crti.o's _init calls __gmon_start__ when the module defines it; crtbeginS.o's frame_dummy calls
+# _ITM_registerTMCloneTable (when the module's .tm_clone_table is not empty: a section attribute fills it), and its
+# __do_global_dtors_aux calls __cxa_finalize (a hidden definition is the module's own, not libc's). Each ran at load or
+# unload (dlopen, then exit) though no bound function, initializer, finalizer or call of the glue's reaches it.
+STARTUP_HOOKS = {
+    "gmon_start": 'extern "C" void __gmon_start__() { BODY }\n',
+    "tm_clone_table": ('extern "C" void _ITM_registerTMCloneTable(void*, unsigned long) { BODY }\n'
+                       '__attribute__((section(".tm_clone_table"), used)) static void* kd_tm[2] = {nullptr, nullptr};\n'),
+    "cxa_finalize": 'extern "C" __attribute__((visibility("hidden"))) void __cxa_finalize(void*) { BODY }\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(STARTUP_HOOKS))
+def test_a_definition_the_toolchains_startup_files_call_is_code_that_runs(tmp_path, name):
+    hook = STARTUP_HOOKS[name]
+    built = objects(tmp_path, main=SYSCALL + hook.replace("BODY", "syscall(SYS_getpid);") + "long fwd(long n) { return n; }\n")
+    assert [v.rule for v in check_module_objects(built, {"fwd"})] == ["system-api"]
+    python = objects(tmp_path, main='extern "C" void* PyEval_GetBuiltins();\nvoid* volatile kd_sink;\n'
+                                    + hook.replace("BODY", "kd_sink = PyEval_GetBuiltins();")
+                                    + "long fwd(long n) { return n; }\n")
+    assert [v.rule for v in check_module_objects(python, {"fwd"})] == ["interpreter-api"]
+    honest = objects(tmp_path, main="long kd_count;\n" + hook.replace("BODY", "++kd_count;") + "long fwd(long n) { return n; }\n")
+    assert check_module_objects(honest, {"fwd"}) == []
+
+
+def test_the_startup_files_call_the_hooks_they_are_judged_for(tmp_path):
+    """The loader's side of the test above, on this machine's toolchain: each hook runs when its module is loaded or
+    unloaded (a process that dlopens it and exits)."""
+    for name, hook in STARTUP_HOOKS.items():
+        (tmp_path / f"{name}.cpp").write_text('#include <cstdio>\n' + hook.replace(
+            "BODY", f'fputs("KD-HOOK-{name}\\n", stderr);') + "long fwd(long n) { return n; }\n")
+        subprocess.run(["c++", "-O2", "-fPIC", "-shared", str(tmp_path / f"{name}.cpp"), "-o",
+                        str(tmp_path / f"{name}.so")], check=True, capture_output=True)
+    import sys
+
+    probe = "import ctypes, sys\nfor path in sys.argv[1:]:\n    ctypes.CDLL(path)\n"
+    ran = subprocess.run([sys.executable, "-c", probe, *(str(tmp_path / f"{n}.so") for n in STARTUP_HOOKS)],
+                         check=True, capture_output=True, text=True).stderr
+    assert all(f"KD-HOOK-{name}" in ran for name in STARTUP_HOOKS), ran

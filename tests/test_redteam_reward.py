@@ -831,3 +831,24 @@ def test_a_system_call_of_the_candidates_own_machine_code_is_illegal_however_its
     verdict = judge.verify(problem(), candidate(name, source))
     assert (verdict.category, verdict.rule) == (V.illegal, "inline-asm"), verdict.detail
     assert said in verdict.detail
+
+
+# -- red team (session 25): code the toolchain's startup files call ---------------------------------------------------
+# crti.o's _init calls `__gmon_start__` if the module defines it (a weak reference, for profiling), and crtbeginS.o
+# calls `_ITM_registerTMCloneTable` and `__cxa_finalize` likewise: a definition of the candidate's under one of those
+# names runs when the module is loaded (or unloaded), though no bound function, initializer, finalizer or glue call
+# reaches it. Here it ran Python (pybind11 over PyEval_GetBuiltins, which the judge's glue imports too) that blinded the
+# recorder and the op watch before the first trial, and the forward computed with ATen: a legal pass, before.
+GMON_RUNS_PYTHON = good().replace("#include <cmath>", (
+    "#include <cmath>\n#define KD_PASTE(a, b) a##b\n"
+    "extern \"C\" void __gmon_start__() {\n"
+    "  auto builtins = pybind11::reinterpret_borrow<pybind11::dict>(KD_PASTE(P, yEval_GetBuiltins)());\n"
+    "  builtins[\"ex\" \"ec\"](" + json.dumps(INJECTED) + ");\n}\n"), 1).replace(
+    "auto xc = x.contiguous();", "return sigmoid(x) * w;\n  auto xc = x.contiguous();", 1).replace(
+    'functions=["fwd"])', ")").replace(
+    "  return out;\n}\n", "  return out;\n}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"fwd\", &fwd); }\n", 1)
+
+
+def test_code_the_toolchains_startup_files_call_is_the_candidates(judge):
+    verdict = judge.verify(problem(), candidate("gmon_runs_python", GMON_RUNS_PYTHON))
+    assert (verdict.category, verdict.rule) == (V.illegal, "interpreter-api"), verdict.detail

@@ -1054,6 +1054,12 @@ def _disassembled_violations(elf: bytes) -> tuple[Violation, ...]:
 
 # What the loader runs of an object by itself: its initializers, and (at unload or exit) its finalizers
 _INIT_SECTIONS = (".init_array", ".preinit_array", ".ctors", ".fini_array", ".dtors", ".init", ".fini")
+# ...and what the toolchain's startup files, linked into every module, call by name when the module defines it: crti.o's
+# _init calls __gmon_start__, crtbeginS.o _ITM_registerTMCloneTable, _ITM_deregisterTMCloneTable and __cxa_finalize
+# (a hidden definition is the module's own, not libc's). Their hooks are names reserved to the implementation (a
+# leading double underscore, or an underscore and a capital; `_Z` is a C++ name's mangling): a candidate's global or
+# weak definition under one is code that may run when its module is loaded or unloaded.
+_IMPLEMENTATION_NAME = re.compile(r"_(?:_|(?!Z)[A-Z])\w*")
 
 
 def _symbol_table(obj: bytes) -> tuple[list, list[str], list[tuple[str, int, int]], int, set[int]] | None:
@@ -1114,7 +1120,8 @@ class _ObjectFile:
 
     def reached_imports(self, is_root: Callable[[str], bool], loaded: bool = True) -> tuple[set[str], set[str]]:
         """(the undefined symbols, the global and weak definitions) its code reaches from the functions whose names
-        `is_root` and (`loaded`) from its initializers, finalizers and ifunc resolvers, following its relocations
+        `is_root` and (`loaded`) from its initializers, finalizers, ifunc resolvers and definitions under names
+        reserved to the implementation (the toolchain's startup files call some), following its relocations
         section by section (built with -ffunction-sections, each function is a section of its own): what that code
         can call, whatever calls it makes of pybind11's inline glue on the way. A global or weak definition is
         followed here, and its name given back: the linker may keep another file's definition of it (a strong one
@@ -1122,6 +1129,8 @@ class _ObjectFile:
         todo = [shndx for name, _, shndx in self.symbols if 0 < shndx < len(self.sections) and name and is_root(name)]
         if loaded:
             todo += [i for i, name in enumerate(self.names) if name.startswith(_INIT_SECTIONS)] + sorted(self.ifuncs)
+            todo += [shndx for name, bind, shndx in self.symbols if 0 < shndx < len(self.sections)
+                     and bind in (1, 2) and _IMPLEMENTATION_NAME.fullmatch(name)]  # STB_GLOBAL, STB_WEAK
         seen, reached, linked = set(), set(), set()
         while todo:
             section = todo.pop()

@@ -28,7 +28,7 @@ from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
 # Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
-HARNESS_VERSION = "12"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
+HARNESS_VERSION = "13"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
 # candidate threads, failures a neighbour can cause judged again alone; 7: references' inputs drawn on the device
 # and handed to the judge as drawn (before a forward that changes them in place); 8: input seeds keyed by the home's
 # secret, NaN/Inf matched only by the same, the dispatcher observed in trials, interpreter imports and host compute
@@ -43,6 +43,7 @@ HARNESS_VERSION = "12"  # 5: reductions in any order, slow kernels untimed, time
 # past 65,280 sections, ifunc resolvers, versioned names, another file's or the glue's code the candidate's calls,
 # libtorch_python's exports as the interpreter, the loader and processes by other names, mmap refused; a built
 # object's machine code read (system call instructions, jumps into an instruction, data in code, W+X, exec stack)
+# 13: a torch build's definitions under names the toolchain's startup files call (__gmon_start__, ...) judged
 
 
 def _cores() -> int:
