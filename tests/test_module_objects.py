@@ -321,3 +321,31 @@ def test_the_startup_files_call_the_hooks_they_are_judged_for(tmp_path):
     ran = subprocess.run([sys.executable, "-c", probe, *(str(tmp_path / f"{n}.so") for n in STARTUP_HOOKS)],
                          check=True, capture_output=True, text=True).stderr
     assert all(f"KD-HOOK-{name}" in ran for name in STARTUP_HOOKS), ran
+
+
+# A personality routine (the unwinder calls it for each frame an exception passes through): named in the frame's CIE in
+# .eh_frame (`.cfi_personality`, assembled by a macro), referenced from nowhere else — no bound function, initializer or
+# glue call reaches it, and it ran when the bound function's callee threw.
+PERSONALITY = ("#define KD_ID(x) x\n"
+               'extern "C" __attribute__((used)) int kd_pers(int, int, unsigned long, void*, void*) { BODY return 8; }\n'
+               'extern "C" __attribute__((noinline, used)) void kd_raise() { throw 1; }\n'
+               'KD_ID(__asm__)(".text\\n.globl kd_thrower\\n.type kd_thrower,@function\\nkd_thrower:\\n.cfi_startproc\\n"\n'
+               '               ".cfi_personality 0x1b, kd_pers_local\\nsub $8, %rsp\\n.cfi_adjust_cfa_offset 8\\n"\n'
+               '               "call kd_raise\\nadd $8, %rsp\\n.cfi_adjust_cfa_offset -8\\nret\\n.cfi_endproc\\n"\n'
+               '               ".size kd_thrower, .-kd_thrower\\n.set kd_pers_local, kd_pers\\n");\n'
+               'extern "C" void kd_thrower();\n'
+               "long fwd(long n) { try { kd_thrower(); } catch (...) { return n + 1; } return n; }\n")
+
+
+def test_a_personality_routine_is_code_that_runs(tmp_path):
+    built = objects(tmp_path, main=SYSCALL + PERSONALITY.replace("BODY", "syscall(SYS_getpid);"))
+    assert [v.rule for v in check_module_objects(built, {"fwd"})] == ["system-api"]
+    python = objects(tmp_path, main='extern "C" void* PyEval_GetBuiltins();\nvoid* volatile kd_sink;\n'
+                                    + PERSONALITY.replace("BODY", "kd_sink = PyEval_GetBuiltins();"))
+    assert [v.rule for v in check_module_objects(python, {"fwd"})] == ["interpreter-api"]
+    honest = objects(tmp_path, main=PERSONALITY.replace("BODY", ""))
+    assert check_module_objects(honest, {"fwd"}) == []
+    # and C++'s own exceptions (every CIE names __gxx_personality_v0 through DW.ref.__gxx_personality_v0) pass
+    plain = objects(tmp_path, main="#include <stdexcept>\nlong fwd(long n) { try { if (n < 0) throw std::runtime_error"
+                                   "(\"n\"); } catch (const std::exception&) { return 0; } return n; }\n")
+    assert check_module_objects(plain, {"fwd"}) == []

@@ -852,3 +852,30 @@ GMON_RUNS_PYTHON = good().replace("#include <cmath>", (
 def test_code_the_toolchains_startup_files_call_is_the_candidates(judge):
     verdict = judge.verify(problem(), candidate("gmon_runs_python", GMON_RUNS_PYTHON))
     assert (verdict.category, verdict.rule) == (V.illegal, "interpreter-api"), verdict.detail
+
+
+# A personality routine of the candidate's, named in its frame's CIE by `.cfi_personality` (the asm keyword spelt by a
+# macro), is called by the unwinder when an exception passes through that frame: code referenced only from .eh_frame,
+# which no bound function reaches. Its first forward threw through it and ran Python that blinded the watch; the
+# forwards after it computed with ATen: a legal pass, before.
+PERSONALITY_RUNS_PYTHON = good().replace("#include <cmath>", (
+    "#include <cmath>\n#define KD_PASTE(a, b) a##b\n#define KD_ID(x) x\n"
+    "extern \"C\" __attribute__((used)) int kd_pers(int, int, unsigned long, void*, void*) {\n"
+    "  static bool ran = false;\n  if (!ran) {\n    ran = true;\n"
+    "    auto builtins = pybind11::reinterpret_borrow<pybind11::dict>(KD_PASTE(P, yEval_GetBuiltins)());\n"
+    "    builtins[\"ex\" \"ec\"](" + json.dumps(INJECTED) + ");\n  }\n  return 8;\n}\n"
+    "extern \"C\" __attribute__((noinline, used)) void kd_raise() { throw 1; }\n"
+    "KD_ID(__asm__)(\".text\\n.globl kd_thrower\\n.type kd_thrower,@function\\nkd_thrower:\\n.cfi_startproc\\n\"\n"
+    "  \".cfi_personality 0x1b, kd_pers_local\\nsub $8, %rsp\\n.cfi_adjust_cfa_offset 8\\ncall kd_raise\\n\"\n"
+    "  \"add $8, %rsp\\n.cfi_adjust_cfa_offset -8\\nret\\n.cfi_endproc\\n.size kd_thrower, .-kd_thrower\\n\"\n"
+    "  \".set kd_pers_local, kd_pers\\n\");\nextern \"C\" void kd_thrower();\n"), 1).replace(
+    "auto xc = x.contiguous();",
+    "static int calls = 0;\n  if (++calls == 1) { try { kd_thrower(); } catch (...) {} }\n"
+    "  else return sigmoid(x) * w;\n  auto xc = x.contiguous();", 1).replace(
+    'functions=["fwd"])', ")").replace(
+    "  return out;\n}\n", "  return out;\n}\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"fwd\", &fwd); }\n", 1)
+
+
+def test_a_personality_routine_of_the_candidates_is_its_code(judge):
+    verdict = judge.verify(problem(), candidate("personality_runs_python", PERSONALITY_RUNS_PYTHON))
+    assert (verdict.category, verdict.rule) == (V.illegal, "interpreter-api"), verdict.detail

@@ -1092,6 +1092,29 @@ def _symbol_table(obj: bytes) -> tuple[list, list[str], list[tuple[str, int, int
     return sections, names, symbols, symtab, ifuncs
 
 
+_UNWINDER = -1  # _ObjectFile.refs' key of what the unwinder runs, beside the sections' indexes
+_SHT_X86_64_UNWIND = 0x70000001  # the type gas gives .eh_frame on x86-64
+
+
+def _cie_spans(obj: bytes, section: tuple) -> list[tuple[int, int]]:
+    """The (start, end) offsets of each CIE (common information entry: a personality routine's pointer among its
+    augmentation data) in an .eh_frame section; the whole section where its records cannot be read (no compiler
+    writes such a section: every relocation in it is then followed)."""
+    _, _, offset, size, _, _ = section
+    spans, at = [], 0
+    while at + 8 <= size:
+        length, cie_id = struct.unpack_from("<II", obj, offset + at)
+        if length == 0:  # a terminator
+            at += 4
+            continue
+        if length == 0xFFFFFFFF or at + 4 + length > size or offset + at + 4 + length > len(obj):
+            return [(0, size)]  # the 64-bit format, or a record past the section's end
+        if cie_id == 0:
+            spans.append((at, at + 4 + length))
+        at += 4 + length
+    return spans
+
+
 class _ObjectFile:
     """One relocatable object file, its symbol table and relocations parsed once (check_module_objects asks
     several questions of each file, some on every pass to its fixed point)."""
@@ -1099,11 +1122,21 @@ class _ObjectFile:
     def __init__(self, table: tuple[list, list[str], list[tuple[str, int, int]], int, set[int]], obj: bytes):
         self.sections, self.names, self.symbols, self.symtab, self.ifuncs = table
         self.refs: dict[int, set[int]] = {}  # section -> symbols its relocations name
+        # what the unwinder runs (_UNWINDER below): the symbols a CIE of .eh_frame names (its personality routine) and
+        # those an LSDA (.gcc_except_table) names (its catch clauses' type_info objects, whose virtual functions the
+        # personality calls), under the key _UNWINDER
+        self.refs[_UNWINDER] = set()
         for _, kind, offset, size, link, info in self.sections:
             if self.symtab is not None and kind == 4 and link == self.symtab:  # SHT_RELA of the symbol table
+                target = self.names[info] if info < len(self.names) else ""
+                frames = _cie_spans(obj, self.sections[info]) if target.startswith(".eh_frame") or (
+                    info < len(self.sections) and self.sections[info][1] == _SHT_X86_64_UNWIND) else None
                 for at in range(offset, min(offset + size, len(obj) - 23), 24):
-                    r_info, = struct.unpack_from("<Q", obj, at + 8)
+                    r_offset, r_info = struct.unpack_from("<QQ", obj, at)
                     self.refs.setdefault(info, set()).add(r_info >> 32)
+                    if target.startswith(".gcc_except_table") or (
+                            frames is not None and any(low <= r_offset < high for low, high in frames)):
+                        self.refs[_UNWINDER].add(r_info >> 32)
 
     @classmethod
     def parse(cls, obj: bytes) -> "_ObjectFile | None":
@@ -1120,8 +1153,9 @@ class _ObjectFile:
 
     def reached_imports(self, is_root: Callable[[str], bool], loaded: bool = True) -> tuple[set[str], set[str]]:
         """(the undefined symbols, the global and weak definitions) its code reaches from the functions whose names
-        `is_root` and (`loaded`) from its initializers, finalizers, ifunc resolvers and definitions under names
-        reserved to the implementation (the toolchain's startup files call some), following its relocations
+        `is_root` and (`loaded`) from its initializers, finalizers, ifunc resolvers, definitions under names
+        reserved to the implementation (the toolchain's startup files call some), personality routines and what its
+        LSDAs name (the unwinder runs them when an exception passes through a frame), following its relocations
         section by section (built with -ffunction-sections, each function is a section of its own): what that code
         can call, whatever calls it makes of pybind11's inline glue on the way. A global or weak definition is
         followed here, and its name given back: the linker may keep another file's definition of it (a strong one
@@ -1131,6 +1165,7 @@ class _ObjectFile:
             todo += [i for i, name in enumerate(self.names) if name.startswith(_INIT_SECTIONS)] + sorted(self.ifuncs)
             todo += [shndx for name, bind, shndx in self.symbols if 0 < shndx < len(self.sections)
                      and bind in (1, 2) and _IMPLEMENTATION_NAME.fullmatch(name)]  # STB_GLOBAL, STB_WEAK
+            todo.append(_UNWINDER)
         seen, reached, linked = set(), set(), set()
         while todo:
             section = todo.pop()

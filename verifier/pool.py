@@ -43,7 +43,8 @@ HARNESS_VERSION = "13"  # 5: reductions in any order, slow kernels untimed, time
 # past 65,280 sections, ifunc resolvers, versioned names, another file's or the glue's code the candidate's calls,
 # libtorch_python's exports as the interpreter, the loader and processes by other names, mmap refused; a built
 # object's machine code read (system call instructions, jumps into an instruction, data in code, W+X, exec stack)
-# 13: a torch build's definitions under names the toolchain's startup files call (__gmon_start__, ...) judged
+# 13: a torch build's definitions under names the toolchain's startup files call (__gmon_start__, ...), its
+# personality routines and what its LSDAs name judged
 
 
 def _cores() -> int:
