@@ -122,6 +122,8 @@ class Verdict(Record):
     # why the fast build path handed this candidate's builds to torch's load_inline (full torch headers: tens of
     # seconds each), built or not; empty when every build stayed on the fast path
     build_fallbacks: list[str] = Field(default_factory=list)
+    # the harness that judged it (verifier.pool.HARNESS_VERSION), stamped when the judge's store keeps it
+    harness: str = ""
     # seconds per call: the sandbox's claim, the judge's own clock, what was believed, the eager baseline
     timing: dict[str, float] = Field(default_factory=dict)
     # passing kernels: the least time their memory traffic needs (bytes read + written at the device's copy

@@ -246,7 +246,7 @@ def test_verdicts_move_to_another_home_only_through_an_export_that_home_imports(
     import subprocess
     import sys
 
-    from verifier.pool import LocalVerifierPool, export_verdicts, import_verdicts
+    from verifier.pool import HARNESS_VERSION, LocalVerifierPool, export_verdicts, import_verdicts
     from verifier.signed_store import VerdictImportError
 
     cfg = load_config(None, ["verifier.spare_sandboxes=0", "verifier.run_timeout_s=4"]).verifier
@@ -254,6 +254,7 @@ def test_verdicts_move_to_another_home_only_through_an_export_that_home_imports(
     box, here = tmp_path / "box", tmp_path / "here"
     with LocalVerifierPool(cfg, box) as pool:
         judged = pool.verify(problem(), cand)
+        assert judged.harness == HARNESS_VERSION  # which harness judged it, as judged and as stored
         forged = judged.model_copy(update={"category": V.passed, "correct": True}).model_dump_json().encode()
         (pool.cache.store.root / f"{'0' * 24}.json").write_bytes(forged)  # unsigned: must not travel
     exported = tmp_path / "verdicts.jsonl.xz"
@@ -282,6 +283,33 @@ def test_verdicts_move_to_another_home_only_through_an_export_that_home_imports(
     cli = subprocess.run([sys.executable, "-m", "flows.cli", "verdicts", "import", str(tmp_path / "plain.txt"),
                           "--set", f"verifier.cache_dir={elsewhere}"], capture_output=True, text=True)
     assert cli.returncode == 2 and "not an exported verdict store" in cli.stderr and "Traceback" not in cli.stderr
+
+
+def test_a_verdict_of_torchs_own_build_answers_only_under_the_harness_that_stored_it(tmp_path):
+    """A harness change only to how torch's own builds are judged (VERDICT_KEY_VERSION left behind) keeps the cached
+    verdicts whose builds stayed on the fast path, and judges again every one that took the fallback: stored by an
+    older harness (or by one before verdicts were stamped), it does not answer, whatever it says."""
+    from schemas.records import Verdict
+    from verifier.pool import HARNESS_VERSION, VERDICT_KEY_VERSION, VerdictCache
+
+    assert int(VERDICT_KEY_VERSION) <= int(HARNESS_VERSION)
+    cache = VerdictCache.of_home(tmp_path)
+    fast = Verdict(candidate_id="c1", problem_id="p", compiled=True, correct=True, legal=True, pass_fraction=1.0,
+                   category=V.passed)
+    fallback = fast.model_copy(update={"candidate_id": "c2", "build_fallbacks": ["explicit pybind11"]})
+    cache.put("a" * 24, fast)
+    cache.put("b" * 24, fallback)
+    assert cache.get("a" * 24).harness == cache.get("b" * 24).harness == HARNESS_VERSION  # stamped when stored
+    older = str(int(HARNESS_VERSION) - 1)
+    for key, verdict in (("a" * 24, fast), ("b" * 24, fallback)):
+        for stamp in (older, ""):  # an older harness's, and one stored before verdicts were stamped
+            cache.store.put(f"{key}.json", verdict.model_copy(update={"harness": stamp}).model_dump_json().encode())
+            answer = cache.get(key)
+            if verdict.build_fallbacks:
+                assert answer is None, stamp
+            else:
+                assert answer is not None and answer.passed, stamp
+
 
 
 def test_an_edited_shared_object_is_refused_and_rebuilt(tmp_path):

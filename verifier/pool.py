@@ -27,7 +27,12 @@ from verifier.judge import Devices, Judge, measured_trial_bytes
 from verifier.reference import ReferenceError
 from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 
-# Bump when a change to the harness can change a verdict, so old cached verdicts are ignored.
+# The harness that judges now (MLflow's `kerneldojo.harness` tag, every stage's summary, each verdict it stores).
+# Bump it when a change to the harness can change a verdict; and VERDICT_KEY_VERSION with it (old cached verdicts are
+# then ignored) unless the change is only to how torch's own builds are judged (the fallback path: its glue,
+# verifier.legality.check_module_objects): a cached verdict whose builds all stayed on the fast path
+# (Verdict.build_fallbacks empty) went through none of that, and still answers; one that took the fallback answers
+# only under the harness that stored it (VerdictCache.get).
 HARNESS_VERSION = "13"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
 # candidate threads, failures a neighbour can cause judged again alone; 7: references' inputs drawn on the device
 # and handed to the judge as drawn (before a forward that changes them in place); 8: input seeds keyed by the home's
@@ -44,7 +49,8 @@ HARNESS_VERSION = "13"  # 5: reductions in any order, slow kernels untimed, time
 # libtorch_python's exports as the interpreter, the loader and processes by other names, mmap refused; a built
 # object's machine code read (system call instructions, jumps into an instruction, data in code, W+X, exec stack)
 # 13: a torch build's definitions under names the toolchain's startup files call (__gmon_start__, ...), its
-# personality routines and what its LSDAs name judged
+# personality routines and what its LSDAs name judged (fallback builds only: fast-path verdicts of 12 still answer)
+VERDICT_KEY_VERSION = "12"  # HARNESS_VERSION's last bump that could change any verdict: what a verdict's key carries
 
 
 def _cores() -> int:
@@ -81,14 +87,15 @@ class VerdictCache:
         # (the model a timed verdict is measured on): a speedup on an H200 is not one on an H100
         relevant = config.model_dump(include={"backend", "trials", "tolerance", "fast_build", "isolation",
                                               "timing_noise", "timed", "candidate_threads"})
-        return content_hash(HARNESS_VERSION, problem.reference, candidate.source, json.dumps(relevant, sort_keys=True),
-                            str(base_seed), *([device] if device else []), length=24)
+        return content_hash(VERDICT_KEY_VERSION, problem.reference, candidate.source,
+                            json.dumps(relevant, sort_keys=True), str(base_seed), *([device] if device else []),
+                            length=24)
 
     def _reference_key(self, problem: Problem, config: VerifierConfig) -> str:
         # what decides whether a reference runs here: where, how many trials, within what memory and time
         relevant = config.model_dump(include={"backend", "trials", "isolation", "memory_limit_mb", "run_timeout_s",
                                               "stored_trials_gb"})
-        return "reference-" + content_hash(HARNESS_VERSION, problem.reference, json.dumps(relevant, sort_keys=True),
+        return "reference-" + content_hash(VERDICT_KEY_VERSION, problem.reference, json.dumps(relevant, sort_keys=True),
                                             length=24)
 
     def reference_ran(self, problem: Problem, config: VerifierConfig) -> bool:
@@ -105,12 +112,16 @@ class VerdictCache:
         if payload is None:
             return None
         try:
-            return Verdict.model_validate_json(payload)
+            verdict = Verdict.model_validate_json(payload)
         except ValueError:
             return None
+        if verdict.build_fallbacks and verdict.harness != HARNESS_VERSION:
+            return None  # torch's own build was judged by rules since changed (HARNESS_VERSION's note)
+        return verdict
 
     def put(self, key: str, verdict: Verdict) -> None:
-        self.store.put(f"{key}.json", verdict.model_dump_json().encode())
+        stamped = verdict.model_copy(update={"harness": HARNESS_VERSION})
+        self.store.put(f"{key}.json", stamped.model_dump_json().encode())
 
 
 _ENTRY_KEY = re.compile(r"^(reference-)?[0-9a-f]{24}\.json$")
@@ -240,6 +251,7 @@ class VerifierPool(ABC):
                 if on_broken:
                     on_broken(verdict)
                 continue
+            verdict = verdict.model_copy(update={"harness": HARNESS_VERSION})
             if self.config.use_cache:
                 self.cache.put(keys[verdict.candidate_id], verdict)
                 # its reference ran for this verdict: remembered now, not at the check that follows the judging,
