@@ -12,14 +12,30 @@
 
 namespace {
 std::mutex seen_lock;
-// keyed by the name's pointer: an op's RecordFunction name is its schema's, which lives as long as the op
-auto* seen = new std::unordered_map<const char*, int64_t>();  // never freed: callbacks may outlive statics
+// Keyed by the name's pointer (a dispatcher op's name is its schema's, which lives as long as the op), but the name
+// is copied when first seen: a RecordFunction whose name is a string of its own frees it when it ends, and reading
+// that pointer later (at take) read whatever the memory held then (CI: an op named "aten::", a false torch-compute).
+struct Seen {
+  std::string name;
+  int64_t count = 0;
+};
+auto* seen = new std::unordered_map<const char*, Seen>();  // never freed: callbacks may outlive statics
+// counts of names whose pointer came to hold another name before the take
+auto* retired = new std::unordered_map<std::string, int64_t>();
 bool installed = false;
 
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
   const char* name = fn.name();
   std::lock_guard<std::mutex> guard(seen_lock);
-  ++(*seen)[name];
+  Seen& entry = (*seen)[name];
+  if (entry.count == 0) {
+    entry.name = name;
+  } else if (entry.name != name) {  // the pointer was freed and now holds another name
+    (*retired)[entry.name] += entry.count;
+    entry.name = name;
+    entry.count = 0;
+  }
+  ++entry.count;
   return nullptr;
 }
 }  // namespace
@@ -39,7 +55,9 @@ int kd_watch_install() {
 int64_t kd_watch_take(char* buffer, int64_t capacity) {
   std::string lines;
   std::lock_guard<std::mutex> guard(seen_lock);
-  for (const auto& entry : *seen) {
+  std::unordered_map<std::string, int64_t> counts(*retired);
+  for (const auto& entry : *seen) counts[entry.second.name] += entry.second.count;
+  for (const auto& entry : counts) {
     lines += entry.first;
     lines += '\t';
     lines += std::to_string(entry.second);
@@ -49,6 +67,7 @@ int64_t kd_watch_take(char* buffer, int64_t capacity) {
   if (needed <= capacity) {
     std::memcpy(buffer, lines.data(), lines.size());
     seen->clear();
+    retired->clear();
   }
   return needed;
 }
