@@ -309,6 +309,14 @@ def test_a_verdict_of_torchs_own_build_answers_only_under_the_harness_that_store
                 assert answer is None, stamp
             else:
                 assert answer is not None and answer.passed, stamp
+    # harness 14: the op watch read a freed name as an op ("aten::"), so an older torch-compute verdict may be false
+    illegal = fast.model_copy(update={"category": V.illegal, "legal": False, "correct": False, "rule": "torch-compute"})
+    for stamp, answers in (("13", False), ("", False), ("14", True), (HARNESS_VERSION, True)):
+        cache.store.put(f"{'c' * 24}.json", illegal.model_copy(update={"harness": stamp}).model_dump_json().encode())
+        assert (cache.get("c" * 24) is not None) == answers, stamp
+    wrong = fast.model_copy(update={"category": V.wrong_output, "correct": False, "harness": "13"})
+    cache.store.put(f"{'d' * 24}.json", wrong.model_dump_json().encode())
+    assert cache.get("d" * 24) is not None  # no other verdict could change: it still answers
 
 
 

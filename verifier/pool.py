@@ -33,7 +33,7 @@ from verifier.signed_store import SignedStore, VerdictImportError, home_secret
 # verifier.legality.check_module_objects): a cached verdict whose builds all stayed on the fast path
 # (Verdict.build_fallbacks empty) went through none of that, and still answers; one that took the fallback answers
 # only under the harness that stored it (VerdictCache.get).
-HARNESS_VERSION = "13"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
+HARNESS_VERSION = "14"  # 5: reductions in any order, slow kernels untimed, timed near-misses partial; 6: no
 # candidate threads, failures a neighbour can cause judged again alone; 7: references' inputs drawn on the device
 # and handed to the judge as drawn (before a forward that changes them in place); 8: input seeds keyed by the home's
 # secret, NaN/Inf matched only by the same, the dispatcher observed in trials, interpreter imports and host compute
@@ -50,7 +50,12 @@ HARNESS_VERSION = "13"  # 5: reductions in any order, slow kernels untimed, time
 # object's machine code read (system call instructions, jumps into an instruction, data in code, W+X, exec stack)
 # 13: a torch build's definitions under names the toolchain's startup files call (__gmon_start__, ...), its
 # personality routines and what its LSDAs name judged (fallback builds only: fast-path verdicts of 12 still answer)
+# 14: the op watch's names copied when first seen (a freed RecordFunction name was read as an op, "aten::": a false
+# torch-compute verdict; no other verdict can change, so only those are judged again, _RULE_JUDGED_AGAIN_BEFORE)
 VERDICT_KEY_VERSION = "12"  # HARNESS_VERSION's last bump that could change any verdict: what a verdict's key carries
+# an illegal verdict under one of these rules answers only when stored by this harness or a later one: a bump that can
+# change only such verdicts (a false one made true) leaves VERDICT_KEY_VERSION behind too
+_RULE_JUDGED_AGAIN_BEFORE = {"torch-compute": 14}
 
 
 def _cores() -> int:
@@ -117,6 +122,9 @@ class VerdictCache:
             return None
         if verdict.build_fallbacks and verdict.harness != HARNESS_VERSION:
             return None  # torch's own build was judged by rules since changed (HARNESS_VERSION's note)
+        since = _RULE_JUDGED_AGAIN_BEFORE.get(verdict.rule or "")
+        if since is not None and int(verdict.harness or 0) < since:
+            return None
         return verdict
 
     def put(self, key: str, verdict: Verdict) -> None:
