@@ -51,7 +51,9 @@ HARNESS_VERSION = "14"  # 5: reductions in any order, slow kernels untimed, time
 # 13: a torch build's definitions under names the toolchain's startup files call (__gmon_start__, ...), its
 # personality routines and what its LSDAs name judged (fallback builds only: fast-path verdicts of 12 still answer)
 # 14: the op watch's names copied when first seen (a freed RecordFunction name was read as an op, "aten::": a false
-# torch-compute verdict; no other verdict can change, so only those are judged again, _RULE_JUDGED_AGAIN_BEFORE)
+# torch-compute verdict). Only those can change: a freed name was never a dispatcher op's (an op's name lives as long
+# as the op), and what a scope of its own computes with ATen goes through ops the watch names as before; so only
+# torch-compute verdicts are judged again (_RULE_JUDGED_AGAIN_BEFORE)
 VERDICT_KEY_VERSION = "12"  # HARNESS_VERSION's last bump that could change any verdict: what a verdict's key carries
 # an illegal verdict under one of these rules answers only when stored by this harness or a later one: a bump that can
 # change only such verdicts (a false one made true) leaves VERDICT_KEY_VERSION behind too
