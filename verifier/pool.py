@@ -60,6 +60,16 @@ VERDICT_KEY_VERSION = "12"  # HARNESS_VERSION's last bump that could change any 
 _RULE_JUDGED_AGAIN_BEFORE = {"torch-compute": 14}
 
 
+def _oldest_harness_that_answers(verdict: Verdict) -> int:
+    """The oldest harness whose stored verdict may still answer: the current one for a verdict of torch's own build
+    (judged by rules since changed: HARNESS_VERSION's note); the bump that mended its rule for a verdict under such a
+    rule (_RULE_JUDGED_AGAIN_BEFORE); for any other, every harness its key's version (VERDICT_KEY_VERSION) reaches,
+    unstamped ones (stored before verdicts were stamped) included."""
+    if verdict.build_fallbacks:
+        return int(HARNESS_VERSION)
+    return _RULE_JUDGED_AGAIN_BEFORE.get(verdict.rule or "", 0)
+
+
 def _cores() -> int:
     return max(1, len(os.sched_getaffinity(0)))
 
@@ -122,10 +132,7 @@ class VerdictCache:
             verdict = Verdict.model_validate_json(payload)
         except ValueError:
             return None
-        if verdict.build_fallbacks and verdict.harness != HARNESS_VERSION:
-            return None  # torch's own build was judged by rules since changed (HARNESS_VERSION's note)
-        since = _RULE_JUDGED_AGAIN_BEFORE.get(verdict.rule or "")
-        if since is not None and int(verdict.harness or 0) < since:
+        if int(verdict.harness or 0) < _oldest_harness_that_answers(verdict):
             return None
         return verdict
 
