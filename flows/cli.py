@@ -247,13 +247,14 @@ def eval_(from_run: Optional[str] = typer.Option(None, "--from-run", help="evalu
 
 @app.command()
 def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put side by side"),
-            config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP)) -> None:
+            config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
+            set_: list[str] = typer.Option([], "--set", help=SET_HELP + "; e.g. --set home=.kerneldojo/mini")) -> None:
     """Evaluations side by side (from the warehouse): accuracy by turn, fast_p, speedups, pass@k, verdict mix,
     overall and per KernelBench level; then each against the first on the problems they share, paired problem by
     problem with the change's standard error. The same metrics are in MLflow's compare view."""
     from warehouse.reports import compare_table, paired_change_table, problem_outcomes
 
-    cfg = load_config(config, [])
+    cfg = load_config(config, set_)
     wh = _open_warehouse(cfg)
     if wh is None:
         raise WarehouseError(f"no warehouse at {Home.of(cfg).warehouse_path} yet: run `kerneldojo run` first")

@@ -222,6 +222,9 @@ def test_compare_puts_evaluations_side_by_side(evaluation, tmp_path):
     config.write_text(yaml.safe_dump({"home": str(home)}))
     result = CliRunner().invoke(app, ["compare", run_id, again, "--config", str(config)])
     assert result.exit_code == 0, result.output
+    # the home named by --set, as every other command takes it, gives the same table
+    by_set = CliRunner().invoke(app, ["compare", run_id, again, "--set", f"home={home}"])
+    assert by_set.exit_code == 0 and by_set.output == result.output, by_set.output
     lines = result.output.splitlines()
     assert lines[0].startswith("| metric |") and run_id in lines[0] and again in lines[0]
     assert "| level1/accuracy/turn_1 | 1 | - |" in lines
