@@ -125,7 +125,7 @@ def test_sigterm_marks_the_running_stage_failed_and_stops_the_prefect_server(tmp
         stderr = _exit_after_signal(proc)
     finally:
         proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-4000:]
     assert _error_lines(stderr) == [f"error: killed by SIGTERM; stage run {run.id} marked failed"]
     assert "Traceback" not in stderr
     failed = wh.stage_run(run.id)
@@ -144,7 +144,7 @@ def test_sigint_during_the_pipeline_fails_the_stage_and_the_pipeline_run(tmp_pat
         stderr = _exit_after_signal(proc)
     finally:
         proc.kill()
-    assert proc.returncode == 128 + signal.SIGINT
+    assert proc.returncode == 128 + signal.SIGINT, stderr[-4000:]
     assert _error_lines(stderr) == [f"error: killed by SIGINT; stage run {run.id} marked failed"]
     assert wh.stage_run(run.id).error == "killed by SIGINT"
     client = MlflowClient(default_tracking_uri(tmp_path))
@@ -172,7 +172,7 @@ def test_a_script_driving_stages_ends_in_order_when_its_whole_process_group_is_s
         took = time.monotonic() - signalled
     finally:
         proc.kill()
-    assert proc.returncode == 128 + signal.SIGTERM
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-4000:]
     assert took < 20, f"{took:.0f} s from the signal to the exit"
     assert _error_lines(stderr) == [f"error: killed by SIGTERM; stage run {run.id} marked failed"]
     assert wh.stage_run(run.id).error == "killed by SIGTERM"
