@@ -1,6 +1,9 @@
 """The benchmark scripts' arithmetic (their timings are reported, never asserted)."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -481,3 +484,15 @@ def test_reference_check_prints_kept_against_unkept_for_a_scaled_kernelbench_pro
     assert name == "19_ReLU" and float(kept) > 0 and float(unkept) > 0
     assert float(ratio.removesuffix("x")) == pytest.approx(float(kept) / float(unkept), rel=0.05)
     assert float(kept) < 1.5  # the fork server's start is in neither column
+
+
+def test_op_watch_overhead_times_ops_before_and_after_the_watch_and_it_counts_every_one():
+    """In a process of its own: the watch, once installed, stays (it would watch every later test's ops)."""
+    done = subprocess.run([sys.executable, "-m", "benchmarks.op_watch_overhead", "--ops", "3000", "--repeats", "2"],
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["op", "unwatched", "ns", "watched", "ns", "added", "ns", "ratio"]
+    assert [line.split()[0] for line in lines[1:3]] == ["aten::add,", "aten::empty"]
+    assert all(float(line.split()[-1]) > 0 for line in lines[1:3])
+    assert lines[3] == "the watch saw aten::add 6000 times and aten::empty 6000 (each ran 6000)"
