@@ -1,6 +1,7 @@
 """The pipeline's own faults: killed stages, a Prefect server outliving the CLI, and errors that were
 tracebacks. The CLI runs for real in a subprocess, its state in a fresh KERNELDOJO_HOME."""
 
+import faulthandler
 import os
 import re
 import signal
@@ -9,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import psutil
 import pytest
 from mlflow.tracking import MlflowClient
@@ -201,6 +203,29 @@ def test_sigkill_leaves_the_run_to_the_next_command_and_no_server_behind(tmp_pat
     stage = client.get_run(run.mlflow_run_id)
     assert stage.info.status == "FAILED"
     assert client.get_run(stage.data.tags["mlflow.parentRunId"]).info.status == "FAILED"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_warehouse_query_ends_the_work_as_that_signal(tmp_path, signum):
+    """DuckDB checks for signals while a query runs (a SIGINT at once, others as it ends) and answers one whose
+    handler raised `Killed` with its own `RuntimeError: Query interrupted`: a stage would have failed with that
+    error and the CLI exited 1 (CI saw a SIGINT during the pipeline end it so). The warehouse gives it back."""
+    import threading
+
+    wh = Warehouse(tmp_path / "warehouse.duckdb")
+    previous = raise_killed_on_signals()
+    try:
+        threading.Timer(0.2, os.kill, (os.getpid(), signum)).start()
+        with pytest.raises(Killed, match=f"killed by {signal.Signals(signum).name}"):
+            # ~2 s of work: a SIGINT interrupts it at once, another signal is noticed (and swallowed) as it ends
+            with wh.connect() as con:
+                con.execute("SELECT count(*) FROM range(600000000) t(a) WHERE a % 7 = 3").fetchall()
+        with wh.connect() as con:  # and an error of DuckDB's own, with no signal since, stays itself
+            with pytest.raises(duckdb.Error, match="no_such_table"):
+                con.execute("SELECT * FROM no_such_table")
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+        restore_signal_handlers(previous)
 
 
 def test_a_kill_lost_inside_a_finalizer_is_delivered_again():

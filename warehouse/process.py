@@ -13,6 +13,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -79,9 +80,25 @@ REDELIVERY_DELAY_S = 0.01
 STACKS_AFTER_SIGNAL_S = 6.0
 
 
+# (signal, time.monotonic()) of the last Killed raised: a library that swallows the exception its handler raised
+# (DuckDB turns it into `RuntimeError: Query interrupted`) is answered with it again (`swallowed_signal`)
+_last_killed: tuple[int, float] | None = None
+
+
 def _raise_killed(signum: int, _frame) -> None:
+    global _last_killed
+    _last_killed = (signum, time.monotonic())
     faulthandler.dump_traceback_later(STACKS_AFTER_SIGNAL_S)
     raise Killed(signum)
+
+
+def swallowed_signal(exc: BaseException, since: float) -> Killed | None:
+    """The `Killed` a library replaced with `exc` — DuckDB answers a signal during a query, whose handler raised
+    `Killed`, with `RuntimeError: Query interrupted` (an Exception: the stage would fail with it, the CLI exit 1,
+    and the signal be lost) — when a terminating signal came at or after `since` (time.monotonic())."""
+    if _last_killed is None or _last_killed[1] < since or "interrupted" not in str(exc).lower():
+        return None
+    return Killed(_last_killed[0])
 
 
 def _redeliver_lost_signal(unraisable, fallback: Callable) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 import duckdb
 
 from schemas.records import Candidate, Problem, StageRun, StageStatus, TensorHint, Trajectory, Verdict
-from warehouse.process import ProcessIdentity
+from warehouse.process import ProcessIdentity, swallowed_signal
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS stage_runs (
@@ -126,8 +126,15 @@ class Warehouse:
                     if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                         raise WarehouseError(f"cannot open {self.path}: {exc}") from exc
                     time.sleep(0.2)
+            since = time.monotonic()
             try:
                 yield con
+            except Exception as exc:
+                # DuckDB checks for signals while a query runs and replaces the handler's Killed with its own
+                # error: the signal is given back, so a SIGINT or SIGTERM mid-query ends the command as one
+                if (killed := swallowed_signal(exc, since)) is not None:
+                    raise killed from exc
+                raise
             finally:
                 con.close()
 
