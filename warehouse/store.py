@@ -113,12 +113,17 @@ class Warehouse:
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        deadline = time.monotonic() + self.lock_timeout_s
+        since = time.monotonic()
+        deadline = since + self.lock_timeout_s
         with self._local:
             while True:
                 try:
                     con = duckdb.connect(str(self.path))
                     break
+                except RuntimeError as exc:  # a signal while it opened the file (see below)
+                    if (killed := swallowed_signal(exc, since)) is not None:
+                        raise killed from exc
+                    raise
                 except duckdb.IOException as exc:
                     if "not a valid duckdb database file" in str(exc).lower():
                         raise WarehouseError(f"the warehouse at {self.path} is not a DuckDB file (corrupted?): "
@@ -126,7 +131,6 @@ class Warehouse:
                     if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                         raise WarehouseError(f"cannot open {self.path}: {exc}") from exc
                     time.sleep(0.2)
-            since = time.monotonic()
             try:
                 yield con
             except Exception as exc:
