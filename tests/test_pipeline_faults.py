@@ -215,11 +215,20 @@ def test_a_signal_during_a_warehouse_query_ends_the_work_as_that_signal(tmp_path
     wh = Warehouse(tmp_path / "warehouse.duckdb")
     previous = raise_killed_on_signals()
     try:
-        threading.Timer(0.2, os.kill, (os.getpid(), signum)).start()
-        with pytest.raises(Killed, match=f"killed by {signal.Signals(signum).name}"):
-            # ~2 s of work: a SIGINT interrupts it at once, another signal is noticed (and swallowed) as it ends
+        querying = threading.Event()
+
+        def signal_the_query() -> None:  # once the query has surely begun, however slowly this machine opened it
+            querying.wait(30)
+            time.sleep(0.3)
+            os.kill(os.getpid(), signum)
+
+        threading.Thread(target=signal_the_query, daemon=True).start()
+        with pytest.raises(Killed, match=f"killed by {signal.Signals(signum).name}") as raised:
+            # ~3 s of work: a SIGINT interrupts it at once, another signal is noticed (and swallowed) as it ends
             with wh.connect() as con:
-                con.execute("SELECT count(*) FROM range(600000000) t(a) WHERE a % 7 = 3").fetchall()
+                querying.set()
+                con.execute("SELECT count(*) FROM range(1000000000) t(a) WHERE a % 7 = 3").fetchall()
+        assert "interrupted" in str(raised.value.__cause__), "the signal came outside the query: nothing tested"
         with wh.connect() as con:  # and an error of DuckDB's own, with no signal since, stays itself
             with pytest.raises(duckdb.Error, match="no_such_table"):
                 con.execute("SELECT * FROM no_such_table")
