@@ -213,6 +213,8 @@ def test_a_signal_during_a_warehouse_query_ends_the_work_as_that_signal(tmp_path
     import threading
 
     wh = Warehouse(tmp_path / "warehouse.duckdb")
+    # a test run that is a background job (`make test &`) has SIGINT ignored, which the handlers keep ignored
+    disposition = signal.signal(signum, signal.SIG_DFL)
     previous = raise_killed_on_signals()
     try:
         querying = threading.Event()
@@ -235,6 +237,7 @@ def test_a_signal_during_a_warehouse_query_ends_the_work_as_that_signal(tmp_path
     finally:
         faulthandler.cancel_dump_traceback_later()
         restore_signal_handlers(previous)
+        signal.signal(signum, disposition)
 
 
 def test_a_kill_lost_inside_a_finalizer_is_delivered_again():
