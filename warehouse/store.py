@@ -115,32 +115,29 @@ class Warehouse:
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
         since = time.monotonic()
         deadline = since + self.lock_timeout_s
-        with self._local:
-            while True:
+        try:
+            with self._local:
+                while True:
+                    try:
+                        con = duckdb.connect(str(self.path))
+                        break
+                    except duckdb.IOException as exc:
+                        if "not a valid duckdb database file" in str(exc).lower():
+                            raise WarehouseError(f"the warehouse at {self.path} is not a DuckDB file (corrupted?): "
+                                                 f"{exc}") from exc
+                        if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                            raise WarehouseError(f"cannot open {self.path}: {exc}") from exc
+                        time.sleep(0.2)
                 try:
-                    con = duckdb.connect(str(self.path))
-                    break
-                except RuntimeError as exc:  # a signal while it opened the file (see below)
-                    if (killed := swallowed_signal(exc, since)) is not None:
-                        raise killed from exc
-                    raise
-                except duckdb.IOException as exc:
-                    if "not a valid duckdb database file" in str(exc).lower():
-                        raise WarehouseError(f"the warehouse at {self.path} is not a DuckDB file (corrupted?): "
-                                             f"{exc}") from exc
-                    if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                        raise WarehouseError(f"cannot open {self.path}: {exc}") from exc
-                    time.sleep(0.2)
-            try:
-                yield con
-            except Exception as exc:
-                # DuckDB checks for signals while a query runs and replaces the handler's Killed with its own
-                # error: the signal is given back, so a SIGINT or SIGTERM mid-query ends the command as one
-                if (killed := swallowed_signal(exc, since)) is not None:
-                    raise killed from exc
-                raise
-            finally:
-                con.close()
+                    yield con
+                finally:
+                    con.close()
+        except Exception as exc:
+            # DuckDB checks for signals while it opens the file or runs a query, and replaces the handler's Killed
+            # with its own error: the signal is given back, so a SIGINT or SIGTERM there ends the command as one
+            if (killed := swallowed_signal(exc, since)) is not None:
+                raise killed from exc
+            raise
 
     # -- stage runs -------------------------------------------------------------------------
     def begin_stage_run(self, stage: str, config: dict[str, Any], config_hash: str, parent_ids: list[str],
