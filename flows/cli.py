@@ -264,6 +264,14 @@ def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put 
         outcomes = {run_id: problem_outcomes(wh, run_id, turn) for run_id in dict.fromkeys(run_ids)}
         console.print("\n" + paired_change_table([outcomes], [(run_ids[0], other) for other in run_ids[1:]], turn),
                       markup=False)
+    tracked = [run.mlflow_run_id for run in map(wh.stage_run, dict.fromkeys(run_ids)) if run.mlflow_run_id]
+    if tracked:
+        from tasks.prefect_ui import mlflow_compare_link
+        from warehouse.tracking import Tracker
+
+        tracker = Tracker(Home.of(cfg).root)
+        console.print(f"\nMLflow compare view: {mlflow_compare_link(tracker.experiment_id, tracked)}\n"
+                      f"  (served by `{tracker.ui_command()}`)", markup=False, soft_wrap=True)
 
 
 @app.command()

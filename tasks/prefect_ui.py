@@ -55,10 +55,20 @@ def prefect_flow_run() -> str | None:
     return str(context.flow_run.id) if context is not None else None
 
 
+def _mlflow_ui() -> str:
+    """The MLflow UI's address (`KERNELDOJO_MLFLOW_UI`, default a local `mlflow ui`)."""
+    return os.environ.get("KERNELDOJO_MLFLOW_UI", "http://127.0.0.1:5000").rstrip("/")
+
+
 def mlflow_run_link(experiment_id: str, mlflow_run_id: str) -> str:
-    """The run's page in the MLflow UI (`KERNELDOJO_MLFLOW_UI`, default a local `mlflow ui`)."""
-    ui = os.environ.get("KERNELDOJO_MLFLOW_UI", "http://127.0.0.1:5000").rstrip("/")
-    return f"{ui}/#/experiments/{experiment_id}/runs/{mlflow_run_id}"
+    """The run's page in the MLflow UI."""
+    return f"{_mlflow_ui()}/#/experiments/{experiment_id}/runs/{mlflow_run_id}"
+
+
+def mlflow_compare_link(experiment_id: str, mlflow_run_ids: list[str]) -> str:
+    """MLflow's compare view of these runs (its metrics side by side, as `kerneldojo compare` prints them)."""
+    return (f"{_mlflow_ui()}/#/compare-runs?runs={json.dumps(mlflow_run_ids, separators=(',', ':'))}"
+            f"&experiments={json.dumps([experiment_id])}")
 
 
 def artifact_key(run_id: str) -> str:

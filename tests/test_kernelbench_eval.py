@@ -233,6 +233,10 @@ def test_compare_puts_evaluations_side_by_side(evaluation, tmp_path):
     # then the second against the first on the problems both judged (level 2's), paired problem by problem
     shared = {r["problem_id"] for r in wh.eval_rows(again)} & {r["problem_id"] for r in wh.eval_rows(run_id)}
     assert shared and f"| {again} vs {run_id} | +0.0 ± 0.0 | 0 / 0 | +0.0 ± 0.0 | 0 / 0 | {len(shared)} |" in lines
+    # and where MLflow shows the same two runs side by side
+    link = next(line for line in lines if line.startswith("MLflow compare view: "))
+    tracked = [wh.stage_run(run).mlflow_run_id for run in (run_id, again)]
+    assert all(tracked) and link.endswith(f'/#/compare-runs?runs=["{tracked[0]}","{tracked[1]}"]&experiments=["1"]')
 
 
 def test_eval_cli_asks_for_exactly_one_policy(kernelbench):
