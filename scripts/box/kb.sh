@@ -4,10 +4,14 @@
 #   bash scripts/box/kb.sh SECONDS template            # the template teacher, the floor: one turn
 #   bash scripts/box/kb.sh SECONDS leap_rl-...         # a policy of a stage run in the home: three turns
 #   bash scripts/box/kb.sh SECONDS chain-kb.json:sft   # the run a chain's state names (chain.sh, the same call)
+#   bash scripts/box/kb.sh SECONDS template leap_rl-... # one after the other within the call: the next starts only
+#                                                       # once the one before ended `succeeded` (no idle box between)
 # The KernelBench checkout is carried as .kerneldojo/kernelbench (levels 1-3 of ../shared/kernelbench).
 . "$(dirname "$0")/common.sh"
-seconds=$1 who=$2
+seconds=$1; shift
 gpu_tests
+evaluate() {
+who=$1
 if [[ "$who" == *.json:* ]]; then   # STATE:STEP -> the stage run a chain.sh state file recorded for that step
   who=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$KD_HOME/${who%%:*}" "${who#*:}")
   echo "evaluating $who"
@@ -32,6 +36,13 @@ PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO limited "$left" python3 -m flows.cli
   --level 1 --level 2 -c "$CONFIG" --set home="$KD_HOME" --set evaluate.max_turns=$turns \
   --set verifier.memory_limit_mb=32768 --set verifier.run_timeout_s=90 --set verifier.kept_gb=16 \
   --set verifier.stored_trials_gb=${KB_STORED_GB:-20} --set verifier.min_free_disk_gb=${KB_MIN_FREE_GB:-36} \
-  --set verifier.compare_torch_compile=true --set verifier.memory_admission=reference 2>&1 | tee "$OUT/kb.log" || rc=$?   # the whole log comes back
-echo "eval rc $rc at $(elapsed) s (124: cut by the call's limit; the same command goes on)"
+  --set verifier.compare_torch_compile=true --set verifier.memory_admission=reference 2>&1 | tee -a "$OUT/kb.log" || rc=$?   # the whole log comes back
+echo "eval of $who: rc $rc at $(elapsed) s (124: cut by the call's limit; the same command goes on)"
+return "$rc"
+}
+for who in "$@"; do
+  # the next only after a whole evaluation, with a minute left for it to start at least
+  evaluate "$who" || break
+  (( seconds - $(elapsed) - 30 > 60 )) || break
+done
 pack_home
