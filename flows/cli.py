@@ -248,7 +248,9 @@ def eval_(from_run: Optional[str] = typer.Option(None, "--from-run", help="evalu
 @app.command()
 def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put side by side"),
             config: Optional[str] = typer.Option(None, "--config", "-c", help=CONFIG_HELP),
-            set_: list[str] = typer.Option([], "--set", help=SET_HELP + "; e.g. --set home=.kerneldojo/mini")) -> None:
+            set_: list[str] = typer.Option([], "--set", help=SET_HELP + "; e.g. --set home=.kerneldojo/mini"),
+            plot: Optional[str] = typer.Option(None, "--plot", help="also draw them side by side into this PNG: "
+                                               "accuracy by turn and fast_p against p, overall and per level")) -> None:
     """Evaluations side by side (from the warehouse): accuracy by turn, fast_p, speedups, pass@k, verdict mix,
     overall and per KernelBench level; then each against the first on the problems they share, paired problem by
     problem with the change's standard error. The same metrics are in MLflow's compare view."""
@@ -259,6 +261,8 @@ def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put 
     if wh is None:
         raise WarehouseError(f"no warehouse at {Home.of(cfg).warehouse_path} yet: run `kerneldojo run` first")
     console.print(compare_table(wh, run_ids), markup=False)
+    if plot is not None:
+        _plot_evaluations(wh, run_ids, cfg.evaluate.max_turns, plot)
     if len(run_ids) > 1:
         turn = min(3, cfg.evaluate.max_turns)
         outcomes = {run_id: problem_outcomes(wh, run_id, turn) for run_id in dict.fromkeys(run_ids)}
@@ -272,6 +276,25 @@ def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put 
         tracker = Tracker(Home.of(cfg).root)
         console.print(f"\nMLflow compare view: {mlflow_compare_link(tracker.experiment_id, tracked)}\n"
                       f"  (served by `{tracker.ui_command()}`)", markup=False, soft_wrap=True)
+
+
+def _plot_evaluations(wh, run_ids: list[str], turns: int, path: str) -> None:
+    from pathlib import Path
+
+    from tasks.plots import close, evaluations_side_by_side
+    from training.evaluation import FAST_P
+    from warehouse.reports import evaluation_metrics, metric_levels
+
+    columns = evaluation_metrics(wh, list(dict.fromkeys(run_ids)))
+    metrics = {f"{run_id} ({who})": m for run_id, who, _, m in columns}
+    most_turns = max([turns, *(int(k.rsplit("_", 1)[1]) for m in metrics.values() for k in m
+                               if k.startswith("accuracy/turn_") and k.rsplit("_", 1)[1].isdigit())])
+    scopes = ["", *(f"{level}/" for level in metric_levels(list(metrics.values())))]
+    fig = evaluations_side_by_side(metrics, scopes, most_turns, FAST_P)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    close(fig)
+    console.print(f"\nplot: {path}", markup=False)
 
 
 @app.command()

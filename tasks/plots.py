@@ -89,3 +89,32 @@ def size_histograms(series: dict[str, list[dict]], title: str):
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def evaluations_side_by_side(columns: dict[str, dict[str, float]], scopes: list[str], turns: int,
+                             thresholds: tuple[float, ...]):
+    """`kerneldojo compare --plot`: one row per scope ("" = all problems, "level1/", ...), accuracy by turn with
+    the verifier's feedback on the left and fast_p against eager (turn 1) on the right, one line per evaluation;
+    a metric an evaluation lacks (fast_p of an untimed one, a level it did not judge) is left out of its line."""
+    fig, axes = plt.subplots(len(scopes), 2, figsize=(11, 3.2 * len(scopes)), squeeze=False)
+    for row, scope in zip(axes, scopes):
+        where = scope.rstrip("/") or "all problems"
+        panels = [(row[0], [(t, f"{scope}accuracy/turn_{t}") for t in range(1, turns + 1)], "turn", "accuracy",
+                   f"{where}: accuracy by turn"),
+                  (row[1], [(p, f"{scope}fast_{p:g}/eager/turn_1") for p in thresholds], "p (speedup over eager)",
+                   "fast_p", f"{where}: fast_p against eager (turn 1)")]
+        for ax, keys, xlabel, ylabel, title in panels:
+            for name, metrics in columns.items():
+                points = [(x, metrics[key]) for x, key in keys if metrics.get(key) is not None]
+                if points:
+                    xs, ys = zip(*points)
+                    ax.plot(xs, ys, marker="o", label=name)
+            ax.set_title(title, fontsize=10)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_xticks([x for x, _ in keys])
+            if ax.lines:
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -233,6 +233,13 @@ def test_compare_puts_evaluations_side_by_side(evaluation, tmp_path):
     # then the second against the first on the problems both judged (level 2's), paired problem by problem
     shared = {r["problem_id"] for r in wh.eval_rows(again)} & {r["problem_id"] for r in wh.eval_rows(run_id)}
     assert shared and f"| {again} vs {run_id} | +0.0 ± 0.0 | 0 / 0 | +0.0 ± 0.0 | 0 / 0 | {len(shared)} |" in lines
+    # drawn side by side too: one row of panels for all problems and one per level (1 and 2 here)
+    plot = tmp_path / "plots" / "compare.png"
+    drawn = CliRunner().invoke(app, ["compare", run_id, again, "--set", f"home={home}", "--plot", str(plot)])
+    assert drawn.exit_code == 0 and f"plot: {plot}" in drawn.output, drawn.output
+    header = plot.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")) == (1210, 3 * 352)
     # and where MLflow shows the same two runs side by side
     link = next(line for line in lines if line.startswith("MLflow compare view: "))
     tracked = [wh.stage_run(run).mlflow_run_id for run in (run_id, again)]

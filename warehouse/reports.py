@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from schemas.config import POLICY_STAGES
 
@@ -161,15 +161,26 @@ COMPARED = ("problems", "accuracy/turn_1", "accuracy/turn_3", "fast_0/eager/turn
             "category/turn_1/illegal")
 
 
-def compare_table(warehouse, run_ids: list[str]) -> str:
-    """Markdown: one column per evaluation run, one row per metric (overall, then per KernelBench level)."""
+def evaluation_metrics(warehouse, run_ids: list[str]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(run id, who was evaluated, on what, metrics) of each evaluation run, in order."""
     columns = []
     for run_id in run_ids:
         run = warehouse.succeeded_run(run_id, "evaluate")
         summary = warehouse.summary(run.id)
         metrics = summary.get("metrics") or {k: v for k, v in summary.items() if isinstance(v, (int, float))}
         columns.append((run.id, summary.get("evaluated", "?"), summary.get("problems_from", "?"), metrics))
-    levels = sorted({k.split("/", 1)[0] for _, _, _, m in columns for k in m if k.startswith("level")})
+    return columns
+
+
+def metric_levels(metrics: list[dict[str, Any]]) -> list[str]:
+    """The KernelBench levels these metrics break down by (`level1`, ...)."""
+    return sorted({k.split("/", 1)[0] for m in metrics for k in m if k.startswith("level")})
+
+
+def compare_table(warehouse, run_ids: list[str]) -> str:
+    """Markdown: one column per evaluation run, one row per metric (overall, then per KernelBench level)."""
+    columns = evaluation_metrics(warehouse, run_ids)
+    levels = metric_levels([m for *_, m in columns])
     lines = ["| metric | " + " | ".join(run_id for run_id, *_ in columns) + " |",
              "| --- |" + " ---: |" * len(columns),
              "| evaluated | " + " | ".join(who for _, who, _, _ in columns) + " |",
