@@ -16,7 +16,11 @@ if [[ "$who" == *.json:* ]]; then   # STATE:STEP -> the stage run a chain.sh sta
   who=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$KD_HOME/${who%%:*}" "${who#*:}")
   echo "evaluating $who"
 fi
-if [ "$who" = template ]; then source=(--template); turns=1; else source=(--from-run "$who"); turns=3; fi
+# a policy's generation budget: KernelBench's kernels run longer than the synthesized graphs' the miniature was
+# trained on (the template's answers to levels 1-2 take 149-724 tokens of its tokenizer, 14 of 38 over the
+# miniature's 512; its own test-split kernels 105-551), so 512 would cut off answers the problem needs
+if [ "$who" = template ]; then source=(--template); turns=1
+else source=(--from-run "$who" --set evaluate.generation.max_new_tokens=${KB_NEW_TOKENS:-1024}); turns=3; fi
 left=$(( seconds - $(elapsed) - 30 ))
 rc=0
 # INFO on the console: each slow reference's phases (where a full-size reference's minutes go) reach kb.log.
