@@ -18,7 +18,8 @@ if [[ "$who" == *.json:* ]]; then   # STATE:STEP -> the stage run a chain.sh sta
 fi
 # a policy's generation budget: KernelBench's kernels run longer than the synthesized graphs' the miniature was
 # trained on (the template's answers to levels 1-2 take 149-724 tokens of its tokenizer, 14 of 38 over the
-# miniature's 512; its own test-split kernels 105-551), so 512 would cut off answers the problem needs
+# miniature's 512; its own test-split kernels 105-551), so 512 would cut off answers the problem needs (the final
+# policy's own failures there are not cut-offs: on the CPU, 21 of 24 answers ended by themselves, docs/kernelbench.md)
 if [ "$who" = template ]; then source=(--template); turns=1
 else source=(--from-run "$who" --set evaluate.generation.max_new_tokens=${KB_NEW_TOKENS:-1024}); turns=3; fi
 left=$(( seconds - $(elapsed) - 30 ))
