@@ -262,7 +262,7 @@ def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put 
         raise WarehouseError(f"no warehouse at {Home.of(cfg).warehouse_path} yet: run `kerneldojo run` first")
     console.print(compare_table(wh, run_ids), markup=False)
     if plot is not None:
-        _plot_evaluations(wh, run_ids, cfg.evaluate.max_turns, plot)
+        _plot_evaluations(wh, run_ids, plot)
     if len(run_ids) > 1:
         turn = min(3, cfg.evaluate.max_turns)
         outcomes = {run_id: problem_outcomes(wh, run_id, turn) for run_id in dict.fromkeys(run_ids)}
@@ -278,17 +278,19 @@ def compare(run_ids: list[str] = typer.Argument(..., help="evaluate runs to put 
                       f"  (served by `{tracker.ui_command()}`)", markup=False, soft_wrap=True)
 
 
-def _plot_evaluations(wh, run_ids: list[str], turns: int, path: str) -> None:
+def _plot_evaluations(wh, run_ids: list[str], path: str) -> None:
+    import re
     from pathlib import Path
 
     from tasks.plots import close, evaluations_side_by_side
     from training.evaluation import FAST_P
-    from warehouse.reports import evaluation_metrics, metric_levels
+    from warehouse.reports import compared_evaluations, metric_levels
 
-    columns = evaluation_metrics(wh, list(dict.fromkeys(run_ids)))
+    columns = compared_evaluations(wh, list(dict.fromkeys(run_ids)))
     metrics = {f"{run_id} ({who})": m for run_id, who, _, m in columns}
-    most_turns = max([turns, *(int(k.rsplit("_", 1)[1]) for m in metrics.values() for k in m
-                               if k.startswith("accuracy/turn_") and k.rsplit("_", 1)[1].isdigit())])
+    # the turns the evaluations themselves ran (this command's config need not be theirs)
+    most_turns = max((int(found[1]) for m in metrics.values() for k in m
+                      if (found := re.fullmatch(r"accuracy/turn_(\d+)", k))), default=1)
     scopes = ["", *(f"{level}/" for level in metric_levels(list(metrics.values())))]
     fig = evaluations_side_by_side(metrics, scopes, most_turns, FAST_P)
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -161,7 +161,7 @@ COMPARED = ("problems", "accuracy/turn_1", "accuracy/turn_3", "fast_0/eager/turn
             "category/turn_1/illegal")
 
 
-def evaluation_metrics(warehouse, run_ids: list[str]) -> list[tuple[str, str, str, dict[str, Any]]]:
+def compared_evaluations(warehouse, run_ids: list[str]) -> list[tuple[str, str, str, dict[str, Any]]]:
     """(run id, who was evaluated, on what, metrics) of each evaluation run, in order."""
     columns = []
     for run_id in run_ids:
@@ -179,7 +179,7 @@ def metric_levels(metrics: list[dict[str, Any]]) -> list[str]:
 
 def compare_table(warehouse, run_ids: list[str]) -> str:
     """Markdown: one column per evaluation run, one row per metric (overall, then per KernelBench level)."""
-    columns = evaluation_metrics(warehouse, run_ids)
+    columns = compared_evaluations(warehouse, run_ids)
     levels = metric_levels([m for *_, m in columns])
     lines = ["| metric | " + " | ".join(run_id for run_id, *_ in columns) + " |",
              "| --- |" + " ---: |" * len(columns),
